@@ -1,0 +1,269 @@
+"""RepairEnv: one repair task as a Gymnasium environment (harness H0: bash + submit).
+
+- ``reset(seed=None, options={"task": Task | instance_id})`` -> (observation, info)
+- ``step(assistant_message)`` -> (observation, reward, terminated, truncated, info)
+
+The observation is the list of new messages (see ``messages.py``). The reward is the grader's
+verdict at termination (1.0 resolved, else 0.0) and 0 before. ``info["termination"]`` says why an
+episode ended; ``info["mask_sample"]`` is True when the infrastructure (not the agent) failed, so a
+trainer drops the sample instead of learning from a silent 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+
+from .actions import H0_TOOLS, FormatError, ToolCall, parse_h0_action
+from .grading.grader import GradeReport, Grader, GradingError
+from .loaders import load_suite
+from .messages import AssistantMessageSpace, MessageListSpace, message
+from .sandbox import LocalSandbox, LocalSandboxConfig, Sandbox, SandboxError
+from .sandbox.workcopy import prepare_snapshot
+from .task import Task, TaskError
+
+TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
+                "sandbox_error", "grading_error")
+MASKED = {"sandbox_error", "grading_error"}
+
+SYSTEM_PROMPT = """You are an expert software engineer fixing an issue in the repository at {workdir}.
+You act through a bash shell that keeps its state (cwd, exported variables) between commands.
+Each reply must contain exactly one ```bash``` block with the command to run (or one `bash` tool call).
+Explore the code, reproduce the issue, edit the source files to fix it, and check your fix.
+When you are done, reply with a ```bash``` block containing only `submit` (or call the `submit` tool):
+your changes to the repository, as they stand, are then graded by tests you cannot see."""
+
+TASK_PROMPT = """<issue>
+{problem}
+</issue>
+
+The repository is checked out at {workdir}. Fix the issue by changing non-test source files."""
+
+SandboxMaker = Callable[[Task], Sandbox]
+
+
+class EpisodeOverError(RuntimeError):
+    """step() was called after the episode ended; call reset() first."""
+
+
+class RepairEnv(gym.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        task: Task | str | None = None,
+        tasks: Sequence[Task] | None = None,
+        suite: str = "mini",
+        sandbox: str | SandboxMaker = "local",
+        sandbox_options: dict[str, Any] | None = None,
+        grader: Grader | None = None,
+        max_turns: int = 60,
+        max_format_errors: int = 3,
+        command_timeout_s: float = 120.0,
+        episode_timeout_s: float | None = None,
+        grade_on_truncation: bool = True,
+    ) -> None:
+        """
+        Args:
+            task: the task (or its instance id in ``suite``) every reset uses unless options say otherwise.
+            tasks: a pool to draw from (seeded) when no task is given to reset.
+            sandbox: ``"local"`` or a callable ``task -> Sandbox``.
+            max_turns: steps before the episode is truncated (``max_turns``).
+            max_format_errors: consecutive unusable messages before it ends (``format_errors``).
+            episode_timeout_s: wall-clock cap for the episode (``agent_timeout``).
+            grade_on_truncation: grade the work copy as it stands when the episode is truncated,
+                as SWE-agent's autosubmission does (reward is reported, the sample stays usable).
+        """
+        super().__init__()
+        self.observation_space = MessageListSpace()
+        self.action_space = AssistantMessageSpace()
+        self._pool: list[Task] = list(tasks) if tasks else []
+        self._suite = suite
+        self._default = self._resolve(task) if task is not None else None
+        if self._default is None and not self._pool:
+            self._pool = load_suite(suite)
+        self._sandbox_kind = sandbox
+        self._sandbox_options = dict(sandbox_options or {})
+        self._sandbox_options.setdefault("command_timeout_s", command_timeout_s)
+        self.grader = grader or Grader()
+        self.max_turns = max_turns
+        self.max_format_errors = max_format_errors
+        self.episode_timeout_s = episode_timeout_s
+        self.grade_on_truncation = grade_on_truncation
+        self.task: Task | None = None
+        self.sandbox: Sandbox | None = None
+        self._done = True
+        self._reset_state()
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _resolve(self, task: Task | str) -> Task:
+        if isinstance(task, Task):
+            return task
+        for t in self._pool or load_suite(self._suite):
+            if t.instance_id == task:
+                return t
+        raise TaskError(f"unknown task {task!r} in suite {self._suite!r}")
+
+    def _reset_state(self) -> None:
+        self.turn = 0
+        self.format_errors = 0
+        self.tool_counts: Counter[str] = Counter()
+        self.timings: dict[str, float] = {"sandbox_s": 0.0, "grade_s": 0.0, "reset_s": 0.0}
+        self._t0 = time.monotonic()
+
+    def _make_sandbox(self, task: Task) -> Sandbox:
+        if callable(self._sandbox_kind):
+            return self._sandbox_kind(task)
+        if self._sandbox_kind == "local":
+            return LocalSandbox(task, config=LocalSandboxConfig(**self._sandbox_options))
+        raise ValueError(f"unknown sandbox {self._sandbox_kind!r}; available: local")
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI-form schemas of the tools this env understands."""
+        return list(H0_TOOLS.values())
+
+    # -- gym API -------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if options.get("task") is not None:
+            task = self._resolve(options["task"])
+        elif self._default is not None:
+            task = self._default
+        else:
+            task = self._pool[int(self.np_random.integers(len(self._pool)))]
+        self._reset_state()
+        t0 = time.monotonic()
+        try:
+            if self.sandbox is not None and self.task is not None and task.instance_id == self.task.instance_id:
+                self.sandbox.reset()
+            else:
+                if self.sandbox is not None:
+                    self.sandbox.close()
+                self.sandbox = self._make_sandbox(task)
+                self.sandbox.start()
+        except (SandboxError, OSError) as exc:
+            raise SandboxError(f"cannot start the sandbox for {task.instance_id}: {exc}") from exc
+        self.timings["reset_s"] = time.monotonic() - t0
+        self.task = task
+        self._done = False
+        workdir = self.sandbox.workdir
+        obs = [
+            message("system", SYSTEM_PROMPT.format(workdir=workdir), "system"),
+            message("user", TASK_PROMPT.format(problem=task.problem_statement.strip(), workdir=workdir), "task"),
+        ]
+        info = {"instance_id": task.instance_id, "harness": "h0", "tools": self.tools, "workdir": workdir,
+                "termination": None, "mask_sample": False}
+        return obs, info
+
+    def step(self, action: Any):
+        if self._done or self.sandbox is None or self.task is None:
+            raise EpisodeOverError("the episode is over (or never started): call reset() first")
+        self.turn += 1
+        try:
+            call = parse_h0_action(action)
+        except FormatError as err:
+            return self._format_error(err)
+        self.format_errors = 0
+        self.tool_counts[call.name] += 1
+        if call.name == "submit":
+            return self._finish("submitted", terminated=True)
+        try:
+            t0 = time.monotonic()
+            result = self.sandbox.run(call.arguments["command"])
+            self.timings["sandbox_s"] += time.monotonic() - t0
+        except SandboxError as exc:
+            return self._infra_failure("sandbox_error", str(exc))
+        obs = [self._tool_message(call, _render_result(result))]
+        return self._after_action(obs)
+
+    def _after_action(self, obs: list[dict[str, Any]]):
+        if self.episode_timeout_s is not None and time.monotonic() - self._t0 > self.episode_timeout_s:
+            return self._finish("agent_timeout", terminated=False, obs=obs)
+        if self.turn >= self.max_turns:
+            return self._finish("max_turns", terminated=False, obs=obs)
+        return obs, 0.0, False, False, self._info(None)
+
+    def _format_error(self, err: FormatError):
+        self.format_errors += 1
+        self.tool_counts["format_error"] += 1
+        obs = [message("user", f"Format error ({err.kind}): {err}", "system", error_kind=err.kind)]
+        if self.format_errors >= self.max_format_errors:
+            return self._finish("format_errors", terminated=True, obs=obs)
+        return self._after_action(obs)
+
+    def _tool_message(self, call: ToolCall, text: str) -> dict[str, Any]:
+        if call.call_id is not None:
+            return message("tool", text, "tool", tool_call_id=call.call_id, name=call.name)
+        return message("user", text, "tool", name=call.name)
+
+    def _finish(self, reason: str, terminated: bool, obs: list[dict[str, Any]] | None = None):
+        """End the episode: grade the work copy (unless the agent never could) and report."""
+        self._done = True
+        info = self._info(reason)
+        assert self.sandbox is not None and self.task is not None
+        if reason == "format_errors" or (not terminated and not self.grade_on_truncation):
+            return obs or [], 0.0, terminated, not terminated, info
+        try:
+            patch = self.sandbox.diff()
+        except SandboxError as exc:
+            return self._infra_failure("sandbox_error", str(exc), obs)
+        info["patch"] = patch
+        try:
+            t0 = time.monotonic()
+            report: GradeReport = self.grader.grade(self.task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
+            self.timings["grade_s"] = time.monotonic() - t0
+        except GradingError as exc:
+            return self._infra_failure("grading_error", str(exc), obs, patch=patch)
+        info["grade"] = report.to_dict()
+        info["resolved"] = report.resolved
+        return obs or [], report.reward, terminated, not terminated, info
+
+    def _infra_failure(self, reason: str, error: str, obs: list[dict[str, Any]] | None = None, patch: str | None = None):
+        self._done = True
+        info = self._info(reason)
+        info["error"] = error
+        if patch is not None:
+            info["patch"] = patch
+        return obs or [], 0.0, True, False, info
+
+    def _info(self, termination: str | None) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            "instance_id": self.task.instance_id,
+            "termination": termination,
+            "mask_sample": termination in MASKED,
+            "turn": self.turn,
+            "tool_counts": dict(self.tool_counts),
+            "hooks": {},
+            "timings": dict(self.timings, episode_s=time.monotonic() - self._t0),
+        }
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+        self._done = True
+        super().close()
+
+
+def _render_result(result) -> str:
+    parts = [f"<returncode>{result.exit_code}</returncode>"]
+    for note in result.notes:
+        parts.append(f"<note>{note}</note>")
+    parts.append(f"<output>\n{result.output}</output>")
+    return "\n".join(parts)
+
+
+def make(task: Task | str | None = None, harness: str = "h0", sandbox: str | SandboxMaker = "local", **kwargs: Any) -> RepairEnv:
+    """Build a repair env with a harness. Only ``h0`` exists until the harness wrappers land."""
+    if harness != "h0":
+        raise ValueError(f"unknown harness {harness!r}; available: h0")
+    return RepairEnv(task=task, sandbox=sandbox, **kwargs)
+
+
+__all__ = ["EpisodeOverError", "MASKED", "RepairEnv", "TERMINATIONS", "make", "prepare_snapshot"]

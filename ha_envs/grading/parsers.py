@@ -1,0 +1,133 @@
+"""Test-log parsers: a runner's output -> {test id: status}.
+
+Statuses are SWE-bench's: PASSED, FAILED, SKIPPED, ERROR, XFAIL. When a test is reported more than
+once (a rerun, a subtest) the worst status wins, so a flaky or partly failing test never counts as
+passed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+PASSED, FAILED, SKIPPED, ERROR, XFAIL = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"
+_RANK = {PASSED: 0, XFAIL: 1, SKIPPED: 2, FAILED: 3, ERROR: 4}
+
+Parser = Callable[[str], dict[str, str]]
+PARSERS: dict[str, Parser] = {}
+
+
+def register(name: str) -> Callable[[Parser], Parser]:
+    def deco(fn: Parser) -> Parser:
+        PARSERS[name] = fn
+        return fn
+    return deco
+
+
+def get_parser(name: str) -> Parser:
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise KeyError(f"unknown log parser {name!r}; available: {', '.join(sorted(PARSERS))}") from None
+
+
+def _put(out: dict[str, str], test: str, status: str) -> None:
+    old = out.get(test)
+    if old is None or _RANK[status] > _RANK[old]:
+        out[test] = status
+
+
+_PYTEST_LINE = re.compile(r"^(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\s+(\S+?)(?:\s+-\s+.*)?$")
+
+
+@register("pytest")
+def parse_pytest(log: str) -> dict[str, str]:
+    """``pytest -rA`` short summary lines: ``PASSED path::test`` / ``FAILED path::test - msg``."""
+    out: dict[str, str] = {}
+    for line in log.splitlines():
+        m = _PYTEST_LINE.match(line.strip())
+        if not m:
+            continue
+        status, test = m.groups()
+        if status == "XPASS":  # strict xfail semantics: an unexpected pass is not a pass
+            status = FAILED
+        if status == SKIPPED and test.startswith("["):  # "SKIPPED [1] path:line: reason"
+            continue
+        _put(out, test, status)
+    return out
+
+
+_TAP_LINE = re.compile(r"^(\s*)(not ok|ok)\s+\d+\s*(?:-\s*)?(.*?)(\s+#\s*(SKIP|TODO)\b.*)?$", re.I)
+
+
+@register("node_tap")
+def parse_node_tap(log: str) -> dict[str, str]:
+    """TAP from ``node --test --test-reporter=tap``; nested subtests are ``parent > child``.
+
+    Node prints a subtest's result before its parent's, indented by four spaces per level, and
+    announces each with ``# Subtest: name``; the announcement stack names the parents.
+    """
+    out: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in log.splitlines():
+        sub = re.match(r"^(\s*)# Subtest: (.*)$", line)
+        if sub:
+            depth = len(sub.group(1))
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            stack.append((depth, sub.group(2).strip()))
+            continue
+        m = _TAP_LINE.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1))
+        name = m.group(3).strip()
+        parents = [n for d, n in stack if d < depth]
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        test = " > ".join([*parents, name]) if parents else name
+        if m.group(5):
+            status = SKIPPED
+        else:
+            status = PASSED if m.group(2).lower() == "ok" else FAILED
+        _put(out, test, status)
+    return out
+
+
+_GO_LINE = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(")
+_GO_PANIC = re.compile(r"^=== RUN\s+(\S+)")
+
+
+@register("go_test")
+def parse_go_test(log: str) -> dict[str, str]:
+    """``go test -v``: ``--- PASS: TestName (0.00s)``; a test that started but never reported
+    (a panic or a build failure mid-run) is FAILED."""
+    out: dict[str, str] = {}
+    started: list[str] = []
+    for line in log.splitlines():
+        run = _GO_PANIC.match(line)
+        if run:
+            started.append(run.group(1))
+            continue
+        m = _GO_LINE.match(line)
+        if m:
+            status = {"PASS": PASSED, "FAIL": FAILED, "SKIP": SKIPPED}[m.group(1)]
+            _put(out, m.group(2), status)
+    for test in started:
+        out.setdefault(test, FAILED)
+    return out
+
+
+_CARGO_LINE = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored|failed)")
+
+
+@register("cargo_test")
+def parse_cargo_test(log: str) -> dict[str, str]:
+    """``cargo test``: ``test path::name ... ok``; ignored tests are SKIPPED."""
+    out: dict[str, str] = {}
+    for line in log.splitlines():
+        m = _CARGO_LINE.match(line.strip())
+        if m:
+            status = {"ok": PASSED, "FAILED": FAILED, "failed": FAILED, "ignored": SKIPPED}[m.group(2)]
+            _put(out, m.group(1), status)
+    return out

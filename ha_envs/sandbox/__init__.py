@@ -1,0 +1,15 @@
+"""Sandboxes: where an episode's commands run (see base.py for the protocol)."""
+
+from .base import RunResult, Sandbox, SandboxError
+from .local import LocalSandbox, LocalSandboxConfig, bwrap_available
+from .workcopy import Snapshot, prepare_snapshot
+
+__all__ = ["LocalSandbox", "LocalSandboxConfig", "RunResult", "Sandbox", "SandboxError", "Snapshot",
+           "bwrap_available", "prepare_snapshot", "make_sandbox"]
+
+
+def make_sandbox(kind: str, task, **options) -> Sandbox:
+    """A sandbox backend by name (``local``; ``docker`` arrives with the Docker issue)."""
+    if kind == "local":
+        return LocalSandbox(task, config=LocalSandboxConfig(**options))
+    raise ValueError(f"unknown sandbox {kind!r}; available: local")

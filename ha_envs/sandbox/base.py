@@ -1,0 +1,67 @@
+"""The Sandbox protocol and the records it returns.
+
+A sandbox is where an episode's commands run: one persistent shell per episode (cwd and exported
+variables persist between commands), rooted at the task's work copy. Two kinds of failure are kept
+apart on purpose:
+
+- the agent's command failing, timing out or printing too much is a normal :class:`RunResult`;
+- the sandbox itself breaking (its process killed, the work copy gone, the disk full) raises
+  :class:`SandboxError`, which the env turns into ``sandbox_error`` with ``mask_sample=True``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+class SandboxError(RuntimeError):
+    """The sandbox (not the agent's command) failed; the episode cannot go on."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    output: str
+    """stdout and stderr interleaved, decoded as UTF-8 with undecodable bytes shown as ``\\xNN``."""
+    exit_code: int
+    timed_out: bool = False
+    truncated: bool = False
+    """The output was longer than the cap; the head and tail were kept with a note between them."""
+    duration_s: float = 0.0
+    notes: tuple[str, ...] = ()
+    """What the sandbox did besides running the command (processes killed, shell restarted)."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """What every backend offers. All paths are relative to the work copy root or absolute inside
+    the sandbox; the host's paths are never shown to the agent when isolation is on."""
+
+    workdir: str
+    """The work copy's path as the commands see it (e.g. ``/testbed``)."""
+
+    def start(self) -> None:
+        """Start the shell. Idempotent."""
+
+    def run(self, command: str, timeout: float | None = None) -> RunResult:
+        """Run one shell command in the persistent session."""
+
+    def read_file(self, path: str) -> bytes:
+        """Bytes of a file inside the sandbox; raises FileNotFoundError."""
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or overwrite a file inside the sandbox (parents created)."""
+
+    def diff(self) -> str:
+        """The work copy's changes against the base commit as a git patch (new files included,
+        build outputs excluded)."""
+
+    def reset(self) -> None:
+        """Pristine work copy and a fresh shell."""
+
+    def close(self) -> None:
+        """Stop every process and release resources. Idempotent."""
+
+
+def decode_output(data: bytes) -> str:
+    return data.decode("utf-8", errors="backslashreplace")

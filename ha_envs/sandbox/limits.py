@@ -1,0 +1,221 @@
+"""Process and memory limits for a local sandbox, and finding the processes it started.
+
+Preferred: a cgroup per sandbox (v1 ``pids`` + ``memory`` hierarchies, or v2 with both
+controllers), which bounds every descendant and lists them exactly. Fallback when no cgroup is
+writable: rlimits (address space; process count, which the kernel enforces only inside a user
+namespace for root), with a one-time warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import signal
+import time
+import uuid
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def now_ticks() -> int:
+    """Current time in the unit of /proc/<pid>/stat's starttime (clock ticks of CLOCK_BOOTTIME)."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
+
+
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(session id, start time in ticks) of a process, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2:].split()
+    # fields[0] is state (field 3); session is field 6, starttime field 22.
+    return int(fields[3]), int(fields[19])
+
+
+class Limits:
+    """Resource limits for one sandbox; ``pids()`` lists every process under them."""
+
+    _warned = False
+
+    def __init__(self, memory_bytes: int, max_pids: int, session_id_hint: str = "") -> None:
+        self.memory_bytes = memory_bytes
+        self.max_pids = max_pids
+        self.name = f"harnessadapt-{session_id_hint or uuid.uuid4().hex[:12]}"
+        self.dirs: list[Path] = []
+        self.procs_file: Path | None = None
+        self.pids_current: Path | None = None
+        self._setup_cgroups()
+        if not self.dirs and not Limits._warned:
+            Limits._warned = True
+            log.warning("no writable cgroup: the local sandbox limits memory and processes with rlimits only")
+
+    @property
+    def uses_cgroup(self) -> bool:
+        return bool(self.dirs)
+
+    def _setup_cgroups(self) -> None:
+        own = _own_cgroups()
+        v1_pids, v1_mem = Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup/memory")
+        try:
+            if (v1_pids / "cgroup.procs").exists() and (v1_mem / "cgroup.procs").exists():
+                pids_dir = _mkcg(v1_pids, own.get("pids", "/"), self.name)
+                mem_dir = _mkcg(v1_mem, own.get("memory", "/"), self.name)
+                (pids_dir / "pids.max").write_text(str(self.max_pids))
+                (mem_dir / "memory.limit_in_bytes").write_text(str(self.memory_bytes))
+                self.dirs = [pids_dir, mem_dir]
+                self.procs_file = pids_dir / "cgroup.procs"
+                self.pids_current = pids_dir / "pids.current"
+                return
+            root = Path("/sys/fs/cgroup")
+            if (root / "cgroup.controllers").exists():
+                parent = root / own.get("", "/").lstrip("/")
+                enabled = (parent / "cgroup.subtree_control").read_text().split()
+                if "pids" in enabled and "memory" in enabled:
+                    cg = parent / self.name
+                    cg.mkdir(exist_ok=True)
+                    (cg / "pids.max").write_text(str(self.max_pids))
+                    (cg / "memory.max").write_text(str(self.memory_bytes))
+                    (cg / "memory.swap.max").write_text("0") if (cg / "memory.swap.max").exists() else None
+                    self.dirs = [cg]
+                    self.procs_file = cg / "cgroup.procs"
+                    self.pids_current = cg / "pids.current"
+        except OSError as exc:
+            log.debug("cgroup setup failed: %s", exc)
+            self.release()
+
+    def enter_prefix(self) -> list[str]:
+        """argv prefix that moves the new process into the cgroups before it execs."""
+        if not self.dirs:
+            return []
+        moves = "; ".join(f"echo $$ > {d / 'cgroup.procs'}" for d in self.dirs)
+        return ["/bin/sh", "-c", f"{moves}; exec \"$@\"", "ha-enter"]
+
+    def preexec(self) -> None:
+        """rlimits applied in the child (fallback, and a file-size guard always)."""
+        if not self.dirs:
+            resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
+            resource.setrlimit(resource.RLIMIT_NPROC, (self.max_pids, self.max_pids))
+
+    def oom_kills(self) -> int:
+        """How many processes the memory limit has killed so far (0 when unknown)."""
+        for d in self.dirs:
+            for name, key in (("memory.oom_control", "oom_kill"), ("memory.events", "oom_kill")):
+                try:
+                    for line in (d / name).read_text().splitlines():
+                        k, _, v = line.partition(" ")
+                        if k == key:
+                            return int(v)
+                except OSError:
+                    continue
+        return 0
+
+    def at_pid_limit(self) -> bool:
+        if self.pids_current is None:
+            return False
+        try:
+            return int(self.pids_current.read_text()) >= self.max_pids - 2
+        except (OSError, ValueError):
+            return False
+
+    def pids(self, session_id: int | None = None) -> list[int]:
+        """Processes under these limits: the cgroup's members, else the session's members."""
+        if self.procs_file is not None:
+            try:
+                return [int(p) for p in self.procs_file.read_text().split()]
+            except OSError:
+                return []
+        if session_id is None:
+            return []
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                st = proc_stat(int(entry))
+                if st and st[0] == session_id:
+                    found.append(int(entry))
+        return found
+
+    def kill_started_since(self, ticks: int, session_id: int | None, spare: set[int]) -> int:
+        """SIGKILL every process under the limits started at or after ``ticks``, except ``spare``."""
+        killed = 0
+        for _ in range(500):  # repeat: a dying fork bomb can still fork a few
+            victims = []
+            for pid in self.pids(session_id):
+                st = proc_stat(pid)
+                if pid not in spare and st and st[1] >= ticks:
+                    victims.append(pid)
+            if not victims:
+                break
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.002)
+        return killed
+
+    def kill_all(self, session_id: int | None = None) -> None:
+        for _ in range(50):
+            pids = self.pids(session_id)
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+
+    def release(self) -> None:
+        """Kill what is left in the cgroups and remove them."""
+        for d in self.dirs:
+            procs = d / "cgroup.procs"
+            for _ in range(50):
+                try:
+                    pids = [int(p) for p in procs.read_text().split()]
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.02)
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.dirs = []
+        self.procs_file = None
+        self.pids_current = None
+
+
+def _own_cgroups() -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for c in controllers.split(","):
+                out[c] = path
+    except OSError:
+        pass
+    return out
+
+
+def _mkcg(mount: Path, own: str, name: str) -> Path:
+    parent = mount / own.lstrip("/")
+    if not parent.is_dir():
+        parent = mount
+    cg = parent / name
+    cg.mkdir(exist_ok=True)
+    return cg

@@ -1,0 +1,304 @@
+"""The local sandbox: a persistent bash on this machine, under bubblewrap when it is installed.
+
+Under bubblewrap the shell sees the work copy at ``/testbed`` (read-write), the system and the
+toolchains read-only, a private ``/tmp``, no network, and none of this package's task data (so gold
+patches and hidden tests stay out of reach). Memory and process count are bounded by a cgroup when
+one is writable (see ``limits.py``). Without bubblewrap it says so once and runs unisolated.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..task import Task
+from .base import RunResult, SandboxError, decode_output
+from .limits import Limits, now_ticks
+from .shell import PersistentShell, ansi_c_quote
+from .workcopy import Snapshot, make_work_copy, prepare_snapshot, reset_in_place
+
+log = logging.getLogger(__name__)
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+_warned_unisolated = False
+
+
+@dataclass
+class LocalSandboxConfig:
+    """Knobs of the local sandbox; the defaults suit the bundled suite."""
+
+    isolation: str = "auto"
+    """``bwrap``: require bubblewrap; ``none``: run unisolated; ``auto``: bwrap when installed."""
+    network: bool = False
+    """Let commands reach the network (only meaningful under bubblewrap)."""
+    command_timeout_s: float = 120.0
+    """Default per-command wall-clock cap; the whole process tree of a late command is killed."""
+    output_head_bytes: int = 8_000
+    output_tail_bytes: int = 8_000
+    memory_bytes: int = 4 << 30
+    max_pids: int = 512
+    reset_strategy: str = "copy"
+    """``copy`` (fresh copy of the snapshot) or ``git`` (restore in place), see workcopy.py."""
+    extra_ro_paths: list[str] = field(default_factory=list)
+    """More host paths to show read-only (toolchains outside /usr)."""
+    mount_point: str = "/testbed"
+
+
+def bwrap_available() -> bool:
+    return shutil.which("bwrap") is not None
+
+
+class LocalSandbox:
+    """Implements :class:`~ha_envs.sandbox.base.Sandbox` on this machine."""
+
+    def __init__(self, task: Task | None = None, config: LocalSandboxConfig | None = None,
+                 snapshot: Snapshot | None = None, work_root: Path | None = None) -> None:
+        self.config = config or LocalSandboxConfig()
+        self.isolated = self._decide_isolation()
+        if snapshot is None:
+            if task is None:
+                raise ValueError("LocalSandbox needs a task or a prepared snapshot")
+            snapshot = prepare_snapshot(task)
+        self.snapshot = snapshot
+        self._own_root = work_root is None
+        self.root = Path(work_root or tempfile.mkdtemp(prefix="ha-sbx-"))
+        self.host_dir = self.root / "testbed"
+        self.workdir = self.config.mount_point if self.isolated else str(self.host_dir)
+        self.shell: PersistentShell | None = None
+        self.limits: Limits | None = None
+        self.closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _decide_isolation(self) -> bool:
+        global _warned_unisolated
+        mode = self.config.isolation
+        if mode == "bwrap" and not bwrap_available():
+            raise SandboxError("isolation='bwrap' but bubblewrap is not installed (apt-get install bubblewrap)")
+        if mode == "none":
+            return False
+        if mode == "auto" and not bwrap_available():
+            if not _warned_unisolated:
+                _warned_unisolated = True
+                log.warning("bubblewrap (bwrap) not found: the local sandbox runs WITHOUT isolation "
+                            "(commands can reach the network and write anywhere this user can)")
+            return False
+        return True
+
+    def start(self) -> None:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        if self.shell is not None and self.shell.alive:
+            return
+        if not self.host_dir.exists():
+            make_work_copy(self.snapshot, self.host_dir)
+        self._start_shell()
+
+    def _start_shell(self) -> None:
+        self.limits = Limits(self.config.memory_bytes, self.config.max_pids)
+        argv = self.limits.enter_prefix() + self._argv()
+        env = self._env()
+        init = f"mkdir -p \"$HOME\"; cd {ansi_c_quote(self.workdir)}; PS1=''; PS2=''; unset HISTFILE"
+        self.shell = PersistentShell(argv, env=env, cwd=str(self.host_dir), preexec_fn=self.limits.preexec,
+                                     init_script=init)
+        try:
+            self.shell.start()
+        except SandboxError:
+            self._stop_shell()
+            raise
+        self._shell_ticks = now_ticks() + 1
+
+    def _argv(self) -> list[str]:
+        shell = ["/bin/bash", "--noprofile", "--norc"]
+        if not self.isolated:
+            return shell
+        args = ["bwrap", "--die-with-parent", "--unshare-all", "--hostname", "sandbox"]
+        if self.config.network:
+            args.append("--share-net")
+        for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            p = Path(top)
+            if p.is_symlink():
+                args += ["--symlink", os.readlink(p), top]
+            elif p.is_dir():
+                args += ["--ro-bind", top, top]
+        for extra in self._toolchain_paths():
+            args += ["--ro-bind", extra, extra]
+        # Hide this package's task data (gold patches, hidden tests) if a mounted path holds it.
+        suites = _PACKAGE_ROOT / "suites"
+        if any(str(suites).startswith(p.rstrip("/") + "/") for p in self._toolchain_paths() + ["/usr"]):
+            args += ["--tmpfs", str(suites)]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                 "--bind", str(self.host_dir), self.config.mount_point, "--remount-ro", "/",
+                 "--chdir", self.config.mount_point]
+        return args + ["--"] + shell
+
+    def _toolchain_paths(self) -> list[str]:
+        home = Path.home()
+        cands = [sys.prefix, sys.base_prefix, str(home / ".cargo"), str(home / ".rustup"),
+                 *self.config.extra_ro_paths]
+        out: list[str] = []
+        for c in cands:
+            c = str(Path(c).resolve())
+            if Path(c).is_dir() and not c.startswith(("/usr/", "/etc/")) and c not in out:
+                out.append(c)
+        return out
+
+    def _env(self) -> dict[str, str]:
+        home = Path.home()
+        path = [str(Path(sys.prefix) / "bin"), str(home / ".cargo" / "bin"),
+                "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        tmp = "/tmp" if self.isolated else str(self.root / "tmp")
+        Path(self.root / "tmp").mkdir(exist_ok=True)
+        env = {
+            "PATH": ":".join(path), "HOME": f"{tmp}/home", "TMPDIR": tmp, "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "NO_COLOR": "1",
+            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PIP_NO_INPUT": "1",
+            "CARGO_HOME": f"{tmp}/cargo", "RUSTUP_HOME": os.environ.get("RUSTUP_HOME", str(home / ".rustup")),
+            "CARGO_NET_OFFLINE": "true", "GOCACHE": f"{tmp}/gocache", "GOPATH": f"{tmp}/gopath",
+            "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOTELEMETRY": "off",
+            "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
+        }
+        return env
+
+    def _stop_shell(self) -> None:
+        if self.shell is not None:
+            self.shell.close()
+            self.shell = None
+        if self.limits is not None:
+            self.limits.kill_all(None)
+            self.limits.release()
+            self.limits = None
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._stop_shell()
+        self.closed = True
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def reset(self) -> None:
+        self._stop_shell()
+        if self.config.reset_strategy == "git" and self.host_dir.exists():
+            reset_in_place(self.snapshot, self.host_dir)
+        else:
+            make_work_copy(self.snapshot, self.host_dir)
+        self.closed = False
+        self._start_shell()
+
+    # -- commands ----------------------------------------------------------------------------
+    def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
+            tail_bytes: int | None = None) -> RunResult:
+        if self.shell is None or not self.shell.alive:
+            if self.shell is None:
+                self.start()
+            else:
+                raise SandboxError(f"the sandbox shell died (exit status {self.shell.proc.returncode if self.shell.proc else '?'})")
+        if not self.host_dir.is_dir():
+            raise SandboxError(f"the work copy {self.host_dir} is gone")
+        assert self.shell is not None and self.limits is not None
+        timeout = self.config.command_timeout_s if timeout is None else timeout
+        head = self.config.output_head_bytes if head_bytes is None else head_bytes
+        tail = self.config.output_tail_bytes if tail_bytes is None else tail_bytes
+        shell, limits = self.shell, self.limits
+        t0, ticks = time.monotonic(), now_ticks() - 1
+        session = shell.pid
+        spare = {shell.pid} if shell.pid else set()
+
+        def kill_command() -> None:
+            limits.kill_started_since(ticks, session, spare)
+
+        notes: list[str] = []
+        if limits.at_pid_limit():
+            notes.append(self._clear_pid_limit(limits, session, spare, "before this command"))
+        ooms = limits.oom_kills()
+        cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command)
+        if limits.oom_kills() > ooms:
+            notes.append(f"memory limit ({self.config.memory_bytes >> 20} MiB) reached: a process was killed")
+        if cap.exit_code is None:
+            rc = shell.proc.returncode if shell.proc else None
+            if cap.timed_out:
+                notes.append("the shell itself was stuck; it was restarted (cwd and environment reset)")
+                self._stop_shell()
+                self._start_shell()
+            elif rc is not None and rc >= 0:
+                notes.append(f"the shell exited with status {rc}; a new shell was started in {self.workdir}")
+                cap.exit_code = rc
+                self._stop_shell()
+                self._start_shell()
+            else:
+                raise SandboxError(f"the sandbox shell was killed (signal {-rc if rc else '?'}) while running a command")
+        if self.limits is limits and limits.at_pid_limit():
+            notes.append(self._clear_pid_limit(limits, session, spare, "by this command"))
+        if cap.timed_out:
+            notes.insert(0, f"command timed out after {timeout:g}s; it and every process it started were killed")
+        data, truncated = bytes(cap.head) + bytes(cap.tail), False
+        if cap.total > len(data):
+            cut = cap.total - len(data)
+            data = (bytes(cap.head) + f"\n[... {cut} bytes of output cut ({cap.total} in all); first "
+                    f"{len(cap.head)} and last {len(cap.tail)} kept ...]\n".encode() + bytes(cap.tail))
+            truncated = True
+        exit_code = 124 if cap.timed_out else (cap.exit_code if cap.exit_code is not None else -1)
+        return RunResult(decode_output(data), exit_code, cap.timed_out, truncated,
+                         time.monotonic() - t0, tuple(notes))
+
+    def _clear_pid_limit(self, limits: Limits, session: int | None, spare: set[int], when: str) -> str:
+        """A fork bomb (or a runaway pool) filled the process limit: everything the shell started
+        goes, servers included, since nothing else can run until it does."""
+        n = limits.kill_started_since(self._shell_ticks, session, spare)
+        return (f"process limit ({self.config.max_pids}) reached {when}: all {n} processes started "
+                f"in this shell were killed")
+
+    # -- files -------------------------------------------------------------------------------
+    def _abs(self, path: str) -> str:
+        return path if path.startswith("/") else f"{self.workdir}/{path}"
+
+    def _oneoff(self, script: str, timeout: float = 120, stdin: bytes | None = None) -> tuple[int, bytes]:
+        """Run ``script`` in a fresh process with the sandbox's view (not in the agent's shell, so
+        the agent's cwd, variables and shell functions cannot change what it does)."""
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        if not self.host_dir.is_dir():
+            raise SandboxError(f"the work copy {self.host_dir} is gone")
+        argv = self._argv()[:-3] + ["/bin/bash", "--noprofile", "--norc", "-c", script]
+        try:
+            proc = subprocess.run(argv, input=stdin, capture_output=True, env=self._env(),
+                                  cwd=str(self.host_dir), timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise SandboxError(f"sandbox helper command timed out after {timeout}s") from exc
+        except OSError as exc:
+            raise SandboxError(f"cannot run a sandbox helper command: {exc}") from exc
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def read_file(self, path: str) -> bytes:
+        target = ansi_c_quote(self._abs(path))
+        rc, out = self._oneoff(f"test -f {target} && exec cat -- {target}")
+        if rc != 0:
+            raise FileNotFoundError(path)
+        return out
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = ansi_c_quote(self._abs(path))
+        rc, out = self._oneoff(f"mkdir -p -- \"$(dirname -- {target})\" && exec cat > {target}", stdin=data)
+        if rc != 0:
+            raise OSError(f"cannot write {path}: {out.decode(errors='replace').strip()}")
+
+    def diff(self) -> str:
+        """The agent's changes against the base commit (new files included, build outputs
+        excluded), computed in a fresh sandboxed process with a throwaway index."""
+        base = self.snapshot.base_commit
+        script = (
+            "set -e; export GIT_INDEX_FILE=\"$(mktemp)\"; unset GIT_DIR GIT_WORK_TREE; "
+            "G='git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false'; "
+            "cp .git/index \"$GIT_INDEX_FILE\" 2>/dev/null || true; $G add -A >/dev/null 2>&1; "
+            f"exec $G diff --cached --binary --no-color --no-ext-diff --no-textconv {base}"
+        )
+        rc, out = self._oneoff(script)
+        if rc != 0:
+            raise SandboxError(f"git diff failed in the work copy: {out.decode(errors='replace').strip()[:500]}")
+        return out.decode("utf-8", errors="surrogateescape")

@@ -1,0 +1,171 @@
+"""One persistent bash session driven over pipes.
+
+Each command is sent as ``eval $'<quoted>' </dev/null`` followed by a marker carrying a per-command
+nonce and the exit code. ``eval`` runs in the shell itself, so ``cd`` and ``export`` persist; a
+syntax error in the command is the command's error, not a broken protocol; stdin from /dev/null
+keeps a command from eating the protocol. Output is read until the marker, keeping the head and the
+tail when it is longer than the cap, so a flood costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import select
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .base import SandboxError
+
+_SAFE = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./,:=+@%^&*()[]{}<>|;~#!?$`\"")
+
+
+def ansi_c_quote(text: str) -> str:
+    """Quote ``text`` as a bash ``$'...'`` word that evaluates back to the exact bytes."""
+    out = ["$'"]
+    for b in text.encode("utf-8", errors="surrogateescape"):
+        if b in _SAFE:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02x}")
+    out.append("'")
+    return "".join(out)
+
+
+@dataclass
+class Captured:
+    head: bytearray
+    tail: bytearray
+    total: int
+    exit_code: int | None
+    timed_out: bool
+
+
+class PersistentShell:
+    """A bash process on pipes. ``argv`` starts it (e.g. bwrap ... bash, or docker exec -i ... bash)."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                 preexec_fn: Callable[[], None] | None = None, init_script: str = "") -> None:
+        self.argv = list(argv)
+        self.env = env
+        self.cwd = cwd
+        self.preexec_fn = preexec_fn
+        self.init_script = init_script
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._leftover = b""
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> None:
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                env=self.env, cwd=self.cwd, start_new_session=True, preexec_fn=self.preexec_fn, bufsize=0,
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot start the sandbox shell {self.argv[0]!r}: {exc}") from exc
+        self._leftover = b""
+        if self.init_script:
+            res = self.execute(self.init_script, timeout=30, head_cap=1 << 16, tail_cap=1 << 16)
+            if res.exit_code is None:
+                raise SandboxError("the sandbox shell did not come up: " + bytes(res.head + res.tail).decode(errors="replace")[-500:])
+
+    def execute(self, command: str, timeout: float, head_cap: int, tail_cap: int,
+                on_timeout: Callable[[], None] | None = None, grace: float = 2.0) -> Captured:
+        """Run one command. ``exit_code`` is None when the marker never came (shell stuck or dead)."""
+        if not self.alive:
+            raise SandboxError("the sandbox shell is not running")
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        nonce = secrets.token_hex(8)
+        marker = re.compile(rb"\n__HA_" + nonce.encode() + rb"_(-?\d+)__\n")
+        keep = 48  # longest marker is shorter: never feed bytes that may start one
+        script = (f"eval {ansi_c_quote(command)} </dev/null\n"
+                  f"printf '\\n__HA_{nonce}_%s__\\n' \"$?\"\n")
+        try:
+            self.proc.stdin.write(script.encode())
+        except (BrokenPipeError, OSError) as exc:
+            raise SandboxError(f"the sandbox shell closed its input: {exc}") from exc
+
+        cap = Captured(bytearray(), bytearray(), 0, None, False)
+        pending = bytearray(self._leftover)
+        self._leftover = b""
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        killed_at: float | None = None
+        while True:
+            m = marker.search(pending)
+            if m:
+                _feed(cap, bytes(pending[:m.start()]), head_cap, tail_cap)
+                cap.exit_code = int(m.group(1))
+                self._leftover = bytes(pending[m.end():])
+                return cap
+            if len(pending) > keep:
+                _feed(cap, bytes(pending[:-keep]), head_cap, tail_cap)
+                del pending[:-keep]
+            now = time.monotonic()
+            if now >= deadline:
+                if killed_at is None:
+                    cap.timed_out = True
+                    if on_timeout:
+                        on_timeout()
+                    killed_at = now
+                    deadline = now + grace
+                    continue
+                _feed(cap, bytes(pending), head_cap, tail_cap)
+                return cap  # marker never came: the caller restarts the shell
+            ready, _, _ = select.select([fd], [], [], min(deadline - now, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:  # EOF: the shell exited or was killed
+                _feed(cap, bytes(pending), head_cap, tail_cap)
+                self.proc.wait()
+                return cap
+            pending += chunk
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.proc = None
+
+
+def _feed(cap: Captured, data: bytes, head_cap: int, tail_cap: int) -> None:
+    if not data:
+        return
+    cap.total += len(data)
+    room = head_cap - len(cap.head)
+    if room > 0:
+        cap.head += data[:room]
+        data = data[room:]
+    if data and tail_cap:
+        cap.tail += data
+        if len(cap.tail) > tail_cap:
+            del cap.tail[:len(cap.tail) - tail_cap]

@@ -1,0 +1,169 @@
+"""Prepared snapshots of a task's base state, and the work copies made from them.
+
+A snapshot is a git repository whose history ends at the base commit: one branch, no other refs,
+no reflog, no objects from later commits. It is built once per task (keyed by content) and every
+episode's work copy and every grading copy is made from it.
+
+Reset strategies (see benchmarks/bench_sandbox.py for the measurement):
+- ``copy``: delete the work copy, copy the snapshot again (``cp -a --reflink=auto``); cost grows
+  with the tree, nothing the agent did survives. Default.
+- ``git``: restore ``.git`` from the snapshot, then ``git reset --hard`` + ``git clean -ffdx`` in
+  place; cost grows with what changed plus the size of ``.git``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..task import Task, TaskError
+
+# Build outputs and caches never count as part of the agent's patch.
+EXCLUDES = ("__pycache__/", "*.pyc", ".pytest_cache/", "target/", "node_modules/", "*.egg-info/",
+            ".mypy_cache/", ".ruff_cache/", ".hypothesis/")
+
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "harnessadapt", "GIT_AUTHOR_EMAIL": "harnessadapt@localhost",
+    "GIT_COMMITTER_NAME": "harnessadapt", "GIT_COMMITTER_EMAIL": "harnessadapt@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def git(args: list[str], cwd: Path, check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """git on the host with a controlled environment (no user config, fixed identity)."""
+    env = {**os.environ, **_GIT_ENV}
+    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, env=env,
+                          input=input, capture_output=True)
+    if check and proc.returncode != 0:
+        raise TaskError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.decode(errors='replace').strip()}")
+    return proc
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: Path
+    base_commit: str
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("HA_CACHE_DIR", Path.home() / ".cache" / "harnessadapt"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
+    """The task's snapshot, built on first use and reused after (keyed by the task's content)."""
+    key = _snapshot_key(task)
+    dest = cache_root() / "snapshots" / f"{_safe(task.instance_id)}-{key}"
+    marker = dest / ".git" / "ha-base"
+    if marker.is_file():
+        return Snapshot(dest, marker.read_text().strip())
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=dest.parent))
+    try:
+        if task.source_dir is not None:
+            base = _snapshot_from_dir(Path(task.source_dir), tmp / "repo")
+        else:
+            base = _snapshot_from_repo(task, tmp / "repo", repos_dir)
+        (tmp / "repo" / ".git" / "ha-base").write_text(base + "\n")
+        try:
+            os.rename(tmp / "repo", dest)
+        except OSError:  # another process won the race; use theirs
+            if not marker.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Snapshot(dest, marker.read_text().strip())
+
+
+def _snapshot_key(task: Task) -> str:
+    h = hashlib.sha256()
+    h.update(f"{task.repo}\0{task.base_commit}\0".encode())
+    if task.source_dir is not None:
+        root = Path(task.source_dir)
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                h.update(str(path.relative_to(root)).encode() + b"\0")
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _snapshot_from_dir(src: Path, dest: Path) -> str:
+    shutil.copytree(src, dest, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "target", "node_modules", ".git"))
+    git(["init", "-q", "-b", "main"], dest)
+    _write_excludes(dest)
+    git(["add", "-A"], dest)
+    git(["commit", "-q", "--no-gpg-sign", "-m", "base"], dest)
+    return _finish(dest)
+
+
+def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
+    """Clone the upstream repo (or a local mirror), check out the base commit and drop the future."""
+    assert task.base_commit
+    source = find_mirror(task.repo, repos_dir) or f"https://github.com/{task.repo}.git"
+    git(["clone", "-q", "--no-checkout", str(source), str(dest)], dest.parent)
+    git(["checkout", "-q", "-B", "main", task.base_commit], dest)
+    for ref in git(["for-each-ref", "--format=%(refname)"], dest).stdout.decode().split():
+        if ref != "refs/heads/main":
+            git(["update-ref", "-d", ref], dest)
+    git(["remote", "remove", "origin"], dest, check=False)
+    _write_excludes(dest)
+    return _finish(dest)
+
+
+def _finish(dest: Path) -> str:
+    """No reflog, no unreachable objects, no packed refs beyond main; returns the base commit."""
+    git(["config", "core.logAllRefUpdates", "false"], dest)
+    git(["reflog", "expire", "--expire=now", "--all"], dest)
+    git(["gc", "-q", "--prune=now"], dest)
+    shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)
+    for sample in (dest / ".git" / "hooks").glob("*"):
+        sample.unlink()
+    return git(["rev-parse", "HEAD"], dest).stdout.decode().strip()
+
+
+def _write_excludes(repo: Path) -> None:
+    info = repo / ".git" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "exclude").write_text("\n".join(EXCLUDES) + "\n")
+
+
+def find_mirror(repo: str, repos_dir: Path | None) -> Path | None:
+    """A local bare mirror of ``owner/name`` in ``DIR/owner+name/repo`` or ``DIR/owner/name.git``."""
+    repos_dir = repos_dir or (Path(os.environ["HA_REPOS_DIR"]) if os.environ.get("HA_REPOS_DIR") else None)
+    if not repos_dir or not repo:
+        return None
+    owner, _, name = repo.partition("/")
+    for cand in (repos_dir / f"{owner}+{name}" / "repo", repos_dir / owner / f"{name}.git", repos_dir / owner / name):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def make_work_copy(snapshot: Snapshot, dest: Path) -> None:
+    """A fresh, independent copy of the snapshot at ``dest`` (replaced if present)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path), str(dest)], capture_output=True)
+    if proc.returncode != 0:
+        raise OSError(f"cannot copy snapshot to {dest}: {proc.stderr.decode(errors='replace').strip()}")
+
+
+def reset_in_place(snapshot: Snapshot, dest: Path) -> None:
+    """The ``git`` strategy: restore .git from the snapshot, then reset and clean the tree."""
+    shutil.rmtree(dest / ".git", ignore_errors=True)
+    subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path / ".git"), str(dest / ".git")], check=True)
+    git(["reset", "-q", "--hard", snapshot.base_commit], dest)
+    git(["clean", "-q", "-ffdx"], dest)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
