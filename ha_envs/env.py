@@ -232,16 +232,20 @@ class RepairEnv(gym.Env):
         return obs or [], 0.0, True, False, info
 
     def _info(self, termination: str | None) -> dict[str, Any]:
+        """Per-step info. Wall-clock timings appear only at the end (and in ``env.timings``) so
+        that equal seeds and actions give equal infos, as Gymnasium's checker demands."""
         assert self.task is not None
-        return {
+        info = {
             "instance_id": self.task.instance_id,
             "termination": termination,
             "mask_sample": termination in MASKED,
             "turn": self.turn,
             "tool_counts": dict(self.tool_counts),
             "hooks": {},
-            "timings": dict(self.timings, episode_s=time.monotonic() - self._t0),
         }
+        if termination is not None:
+            info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
+        return info
 
     def close(self) -> None:
         if self.sandbox is not None:

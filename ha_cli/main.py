@@ -1,0 +1,121 @@
+"""The ``ha`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from ha_envs.loaders import available_suites, resolve_tasks
+from ha_envs.task import TaskError
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--suite", help=f"bundled suite (default mini; available: {', '.join(available_suites())})")
+    src.add_argument("--jsonl", help="local JSONL file of tasks (SWE-bench field names)")
+    p.add_argument("--instances", nargs="+", metavar="ID", help="only these instance ids")
+
+
+def _tasks(args: argparse.Namespace):
+    suite = args.suite if args.suite or args.jsonl else "mini"
+    return resolve_tasks(suite=suite, jsonl=args.jsonl, ids=args.instances)
+
+
+def cmd_tasks_list(args: argparse.Namespace) -> int:
+    tasks = _tasks(args)
+    if args.json:
+        print(json.dumps([{"instance_id": t.instance_id, "language": t.language, "difficulty": t.difficulty,
+                           "fail_to_pass": len(t.tests.fail_to_pass), "pass_to_pass": len(t.tests.pass_to_pass)}
+                          for t in tasks], indent=2))
+        return 0
+    print(f"{'instance_id':34} {'language':11} {'difficulty':10} {'F2P':>4} {'P2P':>4}")
+    for t in tasks:
+        print(f"{t.instance_id:34} {t.language:11} {t.difficulty:10} {len(t.tests.fail_to_pass):>4} "
+              f"{len(t.tests.pass_to_pass):>4}")
+    print(f"{len(tasks)} tasks")
+    return 0
+
+
+def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from ha_envs.validate import validate_tasks
+
+    results = validate_tasks(_tasks(args), workers=args.workers)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        for r in results:
+            verdict = "ok  " if r.ok else "FAIL"
+            print(f"{verdict} {r.instance_id:34} gold={r.gold_status:11} empty={r.empty_status:11} {r.seconds:6.1f}s")
+            for p in r.problems:
+                print(f"     - {p}")
+    bad = [r.instance_id for r in results if not r.ok]
+    print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
+          file=sys.stderr)
+    return 1 if bad else 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ha_agents.evaluate import evaluate
+
+    tasks = _tasks(args)
+    total = len(tasks) * args.runs
+    count = [0]
+
+    def progress(rec: dict) -> None:
+        count[0] += 1
+        mark = "resolved" if rec["resolved"] else rec["termination"] + ("" if not rec["mask_sample"] else " (masked)")
+        print(f"[{count[0]}/{total}] run {rec['run']} {rec['instance_id']}: {mark} ({rec['duration_s']:.1f}s)",
+              file=sys.stderr, flush=True)
+
+    summary = evaluate(tasks, policy=args.policy, harness=args.harness, runs=args.runs, out_dir=args.out,
+                       sandbox=args.sandbox, workers=args.workers, progress=progress,
+                       env_kwargs={"max_turns": args.max_turns})
+    print(summary.markdown())
+    print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ha", description="harnessadapt: repair environments, harnesses, evaluation")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    tasks = sub.add_parser("tasks", help="list and validate tasks").add_subparsers(dest="tasks_command", required=True)
+    p = tasks.add_parser("list", help="list the tasks of a suite or file")
+    _add_source(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tasks_list)
+    p = tasks.add_parser("validate", help="gold patch resolves, empty patch does not")
+    _add_source(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--workers", type=int, default=2)
+    p.set_defaults(func=cmd_tasks_validate)
+
+    p = sub.add_parser("eval", help="run a policy under a harness and report pass@1")
+    _add_source(p)
+    p.add_argument("--policy", default="oracle", help="oracle | null")
+    p.add_argument("--harness", default="h0")
+    p.add_argument("--sandbox", default="local")
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--max-turns", type=int, default=60)
+    p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
+    p.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (TaskError, ValueError) as exc:
+        print(f"ha: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

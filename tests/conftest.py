@@ -1,0 +1,95 @@
+"""Shared fixtures: a tiny real task built on the fly (a Python project with a bug, a gold patch and
+hidden tests), and a switch that makes isolation tests fail instead of skip in CI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ha_envs.sandbox import bwrap_available
+from ha_envs.task import Task, TestSpec
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ha-cache"))
+
+
+def require_bwrap() -> None:
+    """Isolation tests must really run in CI: there a missing bubblewrap is a failure."""
+    if not bwrap_available():
+        if IN_CI:
+            pytest.fail("bubblewrap is not installed but CI is set: .ci/run must install it")
+        pytest.skip("bubblewrap not installed")
+
+
+def _git_diff(base: Path, edit) -> str:
+    subprocess.run(["git", "init", "-q"], cwd=base, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=base, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"], cwd=base, check=True)
+    edit(base)
+    subprocess.run(["git", "add", "-A"], cwd=base, check=True)
+    out = subprocess.run(["git", "diff", "--cached"], cwd=base, check=True, capture_output=True, text=True).stdout
+    subprocess.run(["rm", "-rf", str(base)], check=True)
+    return out
+
+
+CALC = textwrap.dedent('''\
+    def add(a, b):
+        return a + b
+
+
+    def clamp(x, lo, hi):
+        """Clamp x into [lo, hi]."""
+        if x < lo:
+            return lo
+        if x > hi:
+            return lo
+        return x
+    ''')
+
+HIDDEN = textwrap.dedent('''\
+    from calc import clamp
+
+
+    def test_clamp_high():
+        assert clamp(9, 0, 5) == 5
+
+
+    def test_clamp_low():
+        assert clamp(-1, 0, 5) == 0
+    ''')
+
+
+@pytest.fixture
+def tiny_task(tmp_path) -> Task:
+    """A real, small task: ``clamp`` returns lo instead of hi; hidden test file tests/test_hidden.py."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text(CALC)
+    (repo / "tests" / "test_visible.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+
+    def copy_to(name: str) -> Path:
+        dst = tmp_path / name
+        subprocess.run(["cp", "-a", str(repo), str(dst)], check=True)
+        return dst
+
+    gold = _git_diff(copy_to("g"), lambda d: (d / "calc.py").write_text(CALC.replace("return lo\n    return x", "return hi\n    return x")))
+    assert gold.strip(), "fixture bug: the gold edit changed nothing"
+    test_patch = _git_diff(copy_to("t"), lambda d: (d / "tests" / "test_hidden.py").write_text(HIDDEN))
+    return Task(
+        instance_id="tiny__clamp", benchmark="test", language="python",
+        problem_statement="clamp(9, 0, 5) returns 0; it should return 5.",
+        tests=TestSpec(test_patch=test_patch,
+                       fail_to_pass=("tests/test_hidden.py::test_clamp_high",),
+                       pass_to_pass=("tests/test_hidden.py::test_clamp_low", "tests/test_visible.py::test_add"),
+                       test_command="python -m pytest -rA -p no:cacheprovider tests/",
+                       log_parser="pytest", protected_paths=("conftest.py", "**/conftest.py"), timeout_s=120),
+        source_dir=repo, gold_patch=gold, difficulty="easy",
+    )

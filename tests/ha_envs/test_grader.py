@@ -1,0 +1,152 @@
+"""Grading: parsers, patch filtering, verdicts, broken patches and tampering."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ha_envs.grading import Grader, GradingError, get_parser
+from ha_envs.grading.grader import filter_patch, split_patch
+from ha_envs.task import patch_paths
+
+PYTEST_LOG = """\
+tests/test_a.py::test_x PASSED
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_x
+PASSED tests/test_a.py::TestK::test_y[a-1]
+FAILED tests/test_a.py::test_z - AssertionError: boom
+ERROR tests/test_b.py::test_e - fixture 'db' not found
+SKIPPED [1] tests/test_c.py:3: no reason
+XFAIL tests/test_a.py::test_known - bug 12
+XPASS tests/test_a.py::test_lucky
+PASSED tests/test_a.py::test_z
+"""
+
+
+def test_pytest_parser_statuses_and_worst_wins():
+    got = get_parser("pytest")(PYTEST_LOG)
+    assert got == {
+        "tests/test_a.py::test_x": "PASSED",
+        "tests/test_a.py::TestK::test_y[a-1]": "PASSED",
+        "tests/test_a.py::test_z": "FAILED",  # reported twice: the failure stands
+        "tests/test_b.py::test_e": "ERROR",
+        "tests/test_a.py::test_known": "XFAIL",
+        "tests/test_a.py::test_lucky": "FAILED",
+    }
+
+
+def test_node_tap_parser_nesting_and_skip():
+    log = """TAP version 13
+# Subtest: escapes quotes
+ok 1 - escapes quotes
+  ---
+  duration_ms: 0.5
+  ...
+# Subtest: suite
+    # Subtest: inner works
+    ok 1 - inner works
+    # Subtest: inner breaks
+    not ok 2 - inner breaks
+not ok 2 - suite
+# Subtest: later
+ok 3 - later # SKIP not today
+1..3
+"""
+    assert get_parser("node_tap")(log) == {
+        "escapes quotes": "PASSED", "suite > inner works": "PASSED", "suite > inner breaks": "FAILED",
+        "suite": "FAILED", "later": "SKIPPED",
+    }
+
+
+def test_go_parser_counts_unreported_started_tests_as_failed():
+    log = """=== RUN   TestA
+--- PASS: TestA (0.00s)
+=== RUN   TestB
+=== RUN   TestB/sub
+    --- FAIL: TestB/sub (0.00s)
+--- FAIL: TestB (0.00s)
+=== RUN   TestPanics
+panic: runtime error
+FAIL	example.com/x	0.01s
+"""
+    assert get_parser("go_test")(log) == {"TestA": "PASSED", "TestB": "FAILED", "TestB/sub": "FAILED",
+                                          "TestPanics": "FAILED"}
+
+
+def test_cargo_parser():
+    log = """running 3 tests
+test tests::merges ... ok
+test tests::splits ... FAILED
+test slow ... ignored
+test result: FAILED. 1 passed; 1 failed; 1 ignored
+"""
+    assert get_parser("cargo_test")(log) == {"tests::merges": "PASSED", "tests::splits": "FAILED", "slow": "SKIPPED"}
+
+
+def test_unknown_parser_names_the_available_ones():
+    with pytest.raises(KeyError, match="pytest"):
+        get_parser("nope")
+
+
+def test_split_and_filter_patch(tiny_task):
+    both = tiny_task.gold_patch + tiny_task.tests.test_patch
+    assert len(split_patch(both)) == 2
+    kept, dropped = filter_patch(both, tiny_task)
+    assert dropped == ["tests/test_hidden.py"]
+    assert patch_paths(kept) == ("calc.py",)
+    conftest = "--- a/conftest.py\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+x\n"
+    kept, dropped = filter_patch(conftest, tiny_task)
+    assert kept == "" and dropped == ["conftest.py"]
+
+
+def test_gold_resolves_and_empty_does_not(tiny_task):
+    g = Grader()
+    gold = g.grade(tiny_task, tiny_task.gold_patch)
+    assert gold.resolved and gold.status == "resolved" and gold.reward == 1.0
+    assert gold.fail_to_pass == {"tests/test_hidden.py::test_clamp_high": "PASSED"}
+    empty = g.grade(tiny_task, "")
+    assert not empty.resolved and empty.applied_with == "empty"
+    assert empty.fail_to_pass == {"tests/test_hidden.py::test_clamp_high": "FAILED"}
+    assert empty.pass_to_pass["tests/test_visible.py::test_add"] == "PASSED"
+
+
+def test_broken_patch_is_patch_failed_not_a_crash(tiny_task):
+    report = Grader().grade(tiny_task, "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n-no such line\n+x\n")
+    assert report.status == "patch_failed" and not report.resolved and report.error
+    garbage = Grader().grade(tiny_task, "this is not a patch at all")
+    assert garbage.status == "patch_failed"
+
+
+def test_agent_cannot_flip_the_verdict_by_writing_the_hidden_tests(tiny_task):
+    # the agent "fixes" nothing but plants a hidden-test file that passes, and a conftest that
+    # turns every failure into a pass
+    fake_hidden = ("diff --git a/tests/test_hidden.py b/tests/test_hidden.py\nnew file mode 100644\n--- /dev/null\n"
+                   "+++ b/tests/test_hidden.py\n@@ -0,0 +1,2 @@\n+def test_clamp_high():\n+    pass\n")
+    conftest = ("diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+                "+++ b/tests/conftest.py\n@@ -0,0 +1,5 @@\n+import pytest\n+@pytest.hookimpl(hookwrapper=True)\n"
+                "+def pytest_runtest_makereport(item, call):\n+    out = yield\n+    out.get_result().outcome = 'passed'\n")
+    report = Grader().grade(tiny_task, fake_hidden + conftest)
+    assert not report.resolved
+    assert set(report.dropped_paths) == {"tests/test_hidden.py", "tests/conftest.py"}
+    # deleting a visible test file the hidden run needs cannot help either
+    deleted = ("diff --git a/tests/test_visible.py b/tests/test_visible.py\ndeleted file mode 100644\n"
+               "--- a/tests/test_visible.py\n+++ /dev/null\n@@ -1,5 +0,0 @@\n-from calc import add\n-\n-\n"
+               "-def test_add():\n-    assert add(2, 3) == 5\n")
+    report = Grader().grade(tiny_task, tiny_task.gold_patch + deleted)
+    assert not report.resolved and report.pass_to_pass["tests/test_visible.py::test_add"] == "MISSING"
+
+
+def test_broken_test_patch_is_a_grading_error(tiny_task):
+    broken = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, test_patch="--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"))
+    with pytest.raises(GradingError, match="hidden test patch"):
+        Grader().grade(broken, broken.gold_patch)
+
+
+def test_hanging_tests_time_out_unresolved(tiny_task):
+    hang = (
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+import time; time.sleep(600)\n"
+        " def add(a, b):\n     return a + b\n")
+    quick = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, timeout_s=3))
+    report = Grader().grade(quick, hang)
+    assert report.status == "tests_timed_out" and not report.resolved

@@ -1,0 +1,238 @@
+"""The local sandbox: persistence, timeouts, floods, limits, isolation, files and diffs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ha_envs.sandbox import LocalSandbox, LocalSandboxConfig, SandboxError
+from ha_envs.sandbox import local as local_mod
+from ha_envs.sandbox.shell import ansi_c_quote
+from tests.conftest import require_bwrap
+
+
+@pytest.fixture
+def sbx(tiny_task):
+    s = LocalSandbox(tiny_task, LocalSandboxConfig(output_head_bytes=2000, output_tail_bytes=2000))
+    s.start()
+    yield s
+    s.close()
+
+
+def _alive(tag: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout
+    return out.split()
+
+
+def test_cwd_and_exports_persist(sbx):
+    assert sbx.run("mkdir -p sub && cd sub && export FOO='a b'").exit_code == 0
+    res = sbx.run("pwd; echo \"$FOO\"")
+    assert res.output == f"{sbx.workdir}/sub\na b\n"
+
+
+def test_exit_code_and_stderr_are_reported(sbx):
+    res = sbx.run("echo out; echo err >&2; false")
+    assert res.exit_code == 1
+    assert "out\n" in res.output and "err\n" in res.output
+
+
+def test_syntax_error_is_the_commands_error_not_the_sessions(sbx):
+    res = sbx.run("echo 'unterminated")
+    assert res.exit_code == 2 and "unexpected EOF" in res.output
+    assert sbx.run("echo fine").output == "fine\n"
+
+
+def test_command_cannot_read_the_protocol_stdin(sbx):
+    res = sbx.run("cat; read x; echo got:$x", timeout=5)
+    assert not res.timed_out and res.output.endswith("got:\n")
+
+
+def test_quoting_roundtrips_arbitrary_text(sbx):
+    text = "it's \\ \"q\" $HOME `x` \t tab ünï \x01"
+    assert sbx.run(f"printf %s {ansi_c_quote(text)}").output == text
+
+
+def test_timeout_kills_command_and_background_children(sbx):
+    tag = f"{uuid.uuid4().int % 10000}.{uuid.uuid4().int % 1000}"
+    res = sbx.run(f"sleep 3{tag} & (sleep 4{tag} &) ; setsid sleep 5{tag} & sleep 6{tag}", timeout=1.5)
+    assert res.timed_out and res.exit_code == 124
+    assert "timed out" in res.notes[0]
+    for prefix in "3456":
+        assert _alive(f"sleep {prefix}{tag}") == []
+    # the session survives with its state
+    assert sbx.run("echo ok").output == "ok\n"
+
+
+def test_background_server_from_a_finished_command_survives(sbx):
+    tag = f"7{uuid.uuid4().int % 100000}"
+    assert sbx.run(f"sleep {tag} >/dev/null 2>&1 &").exit_code == 0
+    assert sbx.run("true").exit_code == 0
+    assert _alive(f"sleep {tag}") != []
+    sbx.close()
+    assert _alive(f"sleep {tag}") == []
+
+
+def test_stuck_builtin_loop_restarts_the_shell(sbx):
+    sbx.run("cd /; export X=1")
+    res = sbx.run("while :; do :; done", timeout=1)
+    assert res.timed_out
+    assert any("restarted" in n for n in res.notes)
+    assert sbx.run("pwd; echo x$X").output == f"{sbx.workdir}\nx\n"
+
+
+def test_output_flood_is_capped_head_and_tail(sbx):
+    res = sbx.run("seq 1 2000000", timeout=60)
+    assert res.truncated and res.exit_code == 0
+    assert res.output.startswith("1\n2\n3\n") and res.output.endswith("1999999\n2000000\n")
+    assert "bytes of output cut" in res.output
+    assert len(res.output) < 4200
+
+
+def test_endless_flood_is_stopped_by_the_timeout(sbx):
+    res = sbx.run("yes flood", timeout=2)
+    assert res.timed_out and res.truncated and len(res.output) < 4200
+
+
+def test_binary_output_survives(sbx):
+    res = sbx.run(r"printf 'a\xff\xfeb\x00c'")
+    assert res.output == "a\\xff\\xfeb\x00c"
+
+
+def test_shell_exit_starts_a_new_shell(sbx):
+    res = sbx.run("exit 7")
+    assert res.exit_code == 7 and "new shell" in res.notes[0]
+    assert sbx.run("echo back").output == "back\n"
+
+
+def test_killed_sandbox_is_an_infrastructure_error(sbx):
+    os.killpg(sbx.shell.pid, signal.SIGKILL)
+    with pytest.raises(SandboxError):
+        sbx.run("echo hi")
+
+
+def test_deleted_work_copy_is_an_infrastructure_error(sbx):
+    subprocess.run(["rm", "-rf", str(sbx.host_dir)], check=True)
+    with pytest.raises(SandboxError, match="gone"):
+        sbx.run("echo hi")
+
+
+def test_files_roundtrip_and_missing_file(sbx):
+    data = bytes(range(256)) * 10
+    sbx.write_file("deep/dir/blob.bin", data)
+    assert sbx.read_file("deep/dir/blob.bin") == data
+    assert (sbx.host_dir / "deep/dir/blob.bin").read_bytes() == data
+    with pytest.raises(FileNotFoundError):
+        sbx.read_file("nope.txt")
+
+
+def test_diff_has_edits_and_new_files_not_build_outputs(sbx):
+    sbx.run("sed -i 's/return a + b/return b + a/' calc.py && echo new > added.txt && mkdir -p __pycache__ "
+            "&& echo x > __pycache__/calc.cpython-311.pyc && git add calc.py")
+    patch = sbx.diff()
+    assert "+    return b + a" in patch and "b/added.txt" in patch
+    assert "__pycache__" not in patch
+    # the agent's own index is left alone
+    assert sbx.run("git diff --cached --name-only").output == "calc.py\n"
+
+
+def test_diff_ignores_the_agents_shell_state(sbx):
+    sbx.run("echo change >> calc.py; git() { echo fake; }; export GIT_DIR=/nonexistent; cd /")
+    assert "+change" in sbx.diff()
+
+
+def test_reset_gives_a_pristine_work_copy(sbx):
+    sbx.run("echo junk > calc.py; touch new.txt; cd /tmp; export K=1; git commit -qam x --no-verify "
+            "-c user.name=a 2>/dev/null; git -c user.name=a -c user.email=a@a commit -qam x")
+    sbx.reset()
+    assert sbx.diff() == ""
+    assert sbx.run("pwd; echo k$K; git log --oneline | wc -l").output == f"{sbx.workdir}\nk\n1\n"
+
+
+@pytest.mark.parametrize("strategy", ["copy", "git"])
+def test_reset_strategies_restore_the_base(tiny_task, strategy):
+    s = LocalSandbox(tiny_task, LocalSandboxConfig(reset_strategy=strategy))
+    try:
+        s.start()
+        s.run("rm calc.py; echo x > other.txt; rm -rf .git/refs")
+        s.reset()
+        assert s.diff() == "" and "def clamp" in s.read_file("calc.py").decode()
+    finally:
+        s.close()
+
+
+# -- isolation (bubblewrap) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def iso(tiny_task):
+    require_bwrap()
+    s = LocalSandbox(tiny_task, LocalSandboxConfig(isolation="bwrap", memory_bytes=1 << 30, max_pids=256))
+    s.start()
+    yield s
+    s.close()
+
+
+def test_workdir_is_testbed_and_host_paths_are_hidden(iso):
+    assert iso.workdir == "/testbed"
+    assert iso.run("pwd").output == "/testbed\n"
+    suites = Path(local_mod.__file__).resolve().parents[1] / "suites"
+    res = iso.run(f"ls {suites}/mini 2>&1 | head -3; ls {iso.root} 2>&1 | head -1")
+    assert "ttl_cache" not in res.output and "testbed" not in res.output
+
+
+def test_writes_outside_the_work_copy_fail(iso, tmp_path):
+    target = tmp_path / "escaped.txt"
+    res = iso.run(f"echo x > {target}; echo y > /etc/ha-escape; echo z > /usr/ha-escape; echo ok > /testbed/in.txt")
+    assert not target.exists() and not Path("/etc/ha-escape").exists() and not Path("/usr/ha-escape").exists()
+    assert res.output.count("Read-only file system") + res.output.count("No such file") >= 3
+    assert (iso.host_dir / "in.txt").read_text() == "ok\n"
+
+
+def test_network_is_unreachable(iso):
+    res = iso.run("(exec 3<>/dev/tcp/1.1.1.1/80) 2>&1; echo rc=$?; python3 -c \"import socket; "
+                  "socket.create_connection(('127.0.0.1', 22), timeout=2)\" 2>&1 | tail -1", timeout=20)
+    assert "rc=1" in res.output
+    assert "unreachable" in res.output.lower() or "refused" in res.output.lower()
+
+
+def test_fork_bomb_ends_the_command_not_the_machine(iso):
+    res = iso.run(":(){ :|:& };:; sleep 2", timeout=10)
+    follow = iso.run("ls / | wc -l", timeout=20)
+    notes = res.notes + follow.notes
+    assert any("process limit" in n for n in notes), notes
+    assert follow.exit_code == 0 and int(follow.output.split()[-1]) > 3
+    assert iso.run("echo alive").output.endswith("alive\n")
+
+
+def test_huge_allocation_ends_the_command(iso):
+    res = iso.run("python3 -c 'b = bytearray(20 * 2**30); print(len(b))'", timeout=60)
+    assert res.exit_code != 0 and "21474836480" not in res.output
+    assert iso.run("echo alive").output == "alive\n"
+
+
+def test_unisolated_mode_warns_once(tiny_task, monkeypatch, caplog):
+    monkeypatch.setattr(local_mod, "bwrap_available", lambda: False)
+    monkeypatch.setattr(local_mod, "_warned_unisolated", False)
+    caplog.set_level(logging.WARNING)
+    boxes = [LocalSandbox(tiny_task) for _ in range(2)]
+    try:
+        assert all(not b.isolated for b in boxes)
+        warnings = [r for r in caplog.records if "WITHOUT isolation" in r.getMessage()]
+        assert len(warnings) == 1
+        boxes[0].start()
+        assert boxes[0].run("pwd").output.strip() == str(boxes[0].host_dir)
+    finally:
+        for b in boxes:
+            b.close()
+
+
+def test_requiring_bwrap_without_it_is_a_clear_error(tiny_task, monkeypatch):
+    monkeypatch.setattr(local_mod, "bwrap_available", lambda: False)
+    with pytest.raises(SandboxError, match="bubblewrap"):
+        LocalSandbox(tiny_task, LocalSandboxConfig(isolation="bwrap"))
