@@ -1,0 +1,43 @@
+# Two commands do the whole set-up on a fresh machine (Python 3.11):
+#   make demo   installs, then runs the main job on the bundled suite (validate + eval)
+#   make test   installs, then runs the test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+OUT    ?= runs/demo
+
+.PHONY: demo test sysdeps install bench clean
+
+sysdeps:
+	@missing=""; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v go >/dev/null || missing="$$missing golang-go"; \
+	command -v patch >/dev/null || missing="$$missing patch"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "please install:$$missing (the bundled suite and the sandbox need them)"; fi; \
+	fi
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+install: sysdeps $(BIN)/.installed
+
+demo: install
+	$(BIN)/ha tasks validate --suite mini
+	$(BIN)/ha eval --suite mini --policy oracle --harness h0 --runs 1 --workers 2 --out $(OUT)/oracle
+	$(BIN)/ha eval --suite mini --policy null --harness h0 --runs 1 --workers 2 --out $(OUT)/null
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python benchmarks/bench_sandbox.py
+
+clean:
+	rm -rf $(VENV) runs build *.egg-info

@@ -1,0 +1,72 @@
+"""GRPO bookkeeping shared by trainers and the evolution gate.
+
+- advantages: reward minus the group mean (std normalisation optional, off as in the paper);
+- trainable rate: the share of sampled rollouts usable for an update. Truncated and masked
+  rollouts are dropped; a group counts only if what remains holds both a success and a failure;
+  the numerator is the remaining rollouts of such groups, the denominator **all** sampled rollouts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from statistics import mean, pstdev
+from typing import Iterable, Mapping
+
+
+@dataclass(frozen=True)
+class Rollout:
+    group: str
+    """Rollouts of the same task under the same policy share a group."""
+    reward: float
+    truncated: bool = False
+    masked: bool = False
+
+    @classmethod
+    def from_record(cls, rec: Mapping) -> "Rollout":
+        return cls(group=str(rec.get("group", rec["instance_id"])), reward=float(rec["reward"]),
+                   truncated=rec.get("termination") in ("max_turns", "context_limit", "agent_timeout"),
+                   masked=bool(rec.get("mask_sample", False)))
+
+
+def group_advantages(rewards: list[float], normalize_std: bool = False, eps: float = 1e-6) -> list[float]:
+    if not rewards:
+        return []
+    m = mean(rewards)
+    adv = [r - m for r in rewards]
+    if normalize_std:
+        s = pstdev(rewards)
+        adv = [a / (s + eps) for a in adv]
+    return adv
+
+
+@dataclass(frozen=True)
+class RateReport:
+    pass_rate: float
+    trainable_rate: float
+    n_rollouts: int
+    mixed_groups: int
+    all_success_groups: int
+    all_failure_groups: int
+
+
+def rates(rollouts: Iterable[Rollout], success_threshold: float = 1.0) -> RateReport:
+    rollouts = list(rollouts)
+    if not rollouts:
+        return RateReport(0.0, 0.0, 0, 0, 0, 0)
+    groups: dict[str, list[Rollout]] = defaultdict(list)
+    for r in rollouts:
+        groups[r.group].append(r)
+    usable = mixed = all_s = all_f = 0
+    for members in groups.values():
+        kept = [r for r in members if not r.truncated and not r.masked]
+        wins = sum(r.reward >= success_threshold for r in kept)
+        if kept and 0 < wins < len(kept):
+            mixed += 1
+            usable += len(kept)
+        elif kept and wins == len(kept):
+            all_s += 1
+        elif kept:
+            all_f += 1
+    passed = sum(r.reward >= success_threshold for r in rollouts if not r.masked)
+    return RateReport(passed / len(rollouts), usable / len(rollouts), len(rollouts), mixed, all_s, all_f)

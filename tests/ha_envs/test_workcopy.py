@@ -1,0 +1,55 @@
+"""Snapshots: history ends at the base commit, nothing from the future survives."""
+
+from __future__ import annotations
+
+import subprocess
+
+from ha_envs.sandbox.workcopy import find_mirror, prepare_snapshot
+from ha_envs.task import Task, TestSpec
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_snapshot_of_a_repo_drops_refs_reflog_and_future_objects(tmp_path, monkeypatch):
+    up = tmp_path / "mirrors" / "acme+widget" / "repo"
+    up.mkdir(parents=True)
+    git(up, "init", "-q", "-b", "main")
+    (up / "a.py").write_text("x = 1\n")
+    git(up, "add", "-A")
+    git(up, "commit", "-qm", "base")
+    base = git(up, "rev-parse", "HEAD")
+    (up / "a.py").write_text("x = 2  # THE FIX\n")
+    git(up, "commit", "-qam", "fix")
+    future = git(up, "rev-parse", "HEAD")
+    git(up, "tag", "v1")
+    git(up, "branch", "feature")
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    assert find_mirror("acme/widget", None) == up
+    task = Task(instance_id="acme__widget-1", benchmark="t", language="python", problem_statement="p",
+                tests=TestSpec("", (), (), "true", "pytest"), repo="acme/widget", base_commit=base)
+    snap = prepare_snapshot(task)
+    assert snap.base_commit == base
+    assert git(snap.path, "for-each-ref", "--format=%(refname)") == "refs/heads/main"
+    assert git(snap.path, "log", "--all", "--format=%H") == base
+    assert subprocess.run(["git", "cat-file", "-e", future], cwd=snap.path).returncode != 0
+    assert git(snap.path, "reflog") == "" and not (snap.path / ".git" / "logs").exists()
+    assert "THE FIX" not in subprocess.run(["grep", "-r", "THE FIX", str(snap.path)], capture_output=True, text=True).stdout
+    # built once, reused after
+    assert prepare_snapshot(task).path == snap.path
+
+
+def test_local_snapshot_is_one_deterministic_commit(tiny_task, tmp_path, monkeypatch):
+    a = prepare_snapshot(tiny_task)
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "other-cache"))
+    b = prepare_snapshot(tiny_task)
+    assert a.path != b.path and a.base_commit == b.base_commit
+    assert git(b.path, "rev-list", "--all", "--count") == "1"
+
+
+def test_mirror_layout_owner_name_git(tmp_path):
+    (tmp_path / "acme" / "widget.git").mkdir(parents=True)
+    assert find_mirror("acme/widget", tmp_path) == tmp_path / "acme" / "widget.git"
+    assert find_mirror("acme/other", tmp_path) is None
