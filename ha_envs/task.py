@@ -27,6 +27,8 @@ class TestSpec:
     work copy.
     """
 
+    __test__ = False  # keeps pytest from collecting this class
+
     test_patch: str
     """Unified diff that adds or changes the hidden test files."""
     fail_to_pass: tuple[str, ...]

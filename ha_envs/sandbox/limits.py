@@ -103,11 +103,11 @@ class Limits:
     def oom_kills(self) -> int:
         """How many processes the memory limit has killed so far (0 when unknown)."""
         for d in self.dirs:
-            for name, key in (("memory.oom_control", "oom_kill"), ("memory.events", "oom_kill")):
+            for name in ("memory.oom_control", "memory.events"):
                 try:
                     for line in (d / name).read_text().splitlines():
                         k, _, v = line.partition(" ")
-                        if k == key:
+                        if k == "oom_kill":
                             return int(v)
                 except OSError:
                     continue

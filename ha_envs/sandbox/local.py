@@ -43,8 +43,10 @@ class LocalSandboxConfig:
     output_tail_bytes: int = 8_000
     memory_bytes: int = 4 << 30
     max_pids: int = 512
-    reset_strategy: str = "copy"
-    """``copy`` (fresh copy of the snapshot) or ``git`` (restore in place), see workcopy.py."""
+    reset_strategy: str = "auto"
+    """``copy`` (fresh copy of the snapshot), ``git`` (restore in place) or ``auto``: copy for
+    trees under ``git_reset_min_files`` files, git above (see workcopy.py and RESULTS.md)."""
+    git_reset_min_files: int = 1000
     extra_ro_paths: list[str] = field(default_factory=list)
     """More host paths to show read-only (toolchains outside /usr)."""
     mount_point: str = "/testbed"
@@ -112,6 +114,7 @@ class LocalSandbox:
             self._stop_shell()
             raise
         self._shell_ticks = now_ticks() + 1
+        self._ooms_seen = self.limits.oom_kills()
 
     def _argv(self) -> list[str]:
         shell = ["/bin/bash", "--noprofile", "--norc"]
@@ -182,9 +185,19 @@ class LocalSandbox:
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    def _reset_strategy(self) -> str:
+        strategy = self.config.reset_strategy
+        if strategy == "auto":
+            if not hasattr(self, "_snapshot_files"):
+                self._snapshot_files = sum(len(f) for _, _, f in os.walk(self.snapshot.path))
+            strategy = "git" if self._snapshot_files >= self.config.git_reset_min_files else "copy"
+        if strategy not in ("copy", "git"):
+            raise ValueError(f"unknown reset strategy {strategy!r}; use copy, git or auto")
+        return strategy
+
     def reset(self) -> None:
         self._stop_shell()
-        if self.config.reset_strategy == "git" and self.host_dir.exists():
+        if self._reset_strategy() == "git" and self.host_dir.exists():
             reset_in_place(self.snapshot, self.host_dir)
         else:
             make_work_copy(self.snapshot, self.host_dir)
@@ -214,12 +227,12 @@ class LocalSandbox:
             limits.kill_started_since(ticks, session, spare)
 
         notes: list[str] = []
-        if limits.at_pid_limit():
-            notes.append(self._clear_pid_limit(limits, session, spare, "before this command"))
-        ooms = limits.oom_kills()
         cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command)
-        if limits.oom_kills() > ooms:
-            notes.append(f"memory limit ({self.config.memory_bytes >> 20} MiB) reached: a process was killed")
+        if cap.exit_code != 0:  # the OOM killer's victims show as a failed command
+            ooms = limits.oom_kills()
+            if ooms > self._ooms_seen:
+                notes.append(f"memory limit ({self.config.memory_bytes >> 20} MiB) reached: a process was killed")
+            self._ooms_seen = ooms
         if cap.exit_code is None:
             rc = shell.proc.returncode if shell.proc else None
             if cap.timed_out:

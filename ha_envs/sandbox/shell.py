@@ -10,7 +10,6 @@ tail when it is longer than the cap, so a flood costs bounded memory.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import select
 import subprocess
@@ -56,6 +55,8 @@ class PersistentShell:
         self.init_script = init_script
         self.proc: subprocess.Popen[bytes] | None = None
         self._leftover = b""
+        self._nonce = secrets.token_hex(8)
+        self._seq = 0
 
     @property
     def alive(self) -> bool:
@@ -85,11 +86,12 @@ class PersistentShell:
         if not self.alive:
             raise SandboxError("the sandbox shell is not running")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        nonce = secrets.token_hex(8)
-        marker = re.compile(rb"\n__HA_" + nonce.encode() + rb"_(-?\d+)__\n")
-        keep = 48  # longest marker is shorter: never feed bytes that may start one
-        script = (f"eval {ansi_c_quote(command)} </dev/null\n"
-                  f"printf '\\n__HA_{nonce}_%s__\\n' \"$?\"\n")
+        # The marker is unguessable by the command (session nonce) and unique per command (seq).
+        self._seq += 1
+        tag = f"__HA_{self._nonce}_{self._seq}_"
+        marker = b"\n" + tag.encode()
+        keep = len(marker) + 16  # never feed bytes that may start a marker
+        script = f"eval {ansi_c_quote(command)} </dev/null\nprintf '\\n{tag}%s__\\n' \"$?\"\n"
         try:
             self.proc.stdin.write(script.encode())
         except (BrokenPipeError, OSError) as exc:
@@ -102,11 +104,12 @@ class PersistentShell:
         deadline = time.monotonic() + timeout
         killed_at: float | None = None
         while True:
-            m = marker.search(pending)
-            if m:
-                _feed(cap, bytes(pending[:m.start()]), head_cap, tail_cap)
-                cap.exit_code = int(m.group(1))
-                self._leftover = bytes(pending[m.end():])
+            start = pending.find(marker)
+            end = pending.find(b"__\n", start + len(marker)) if start >= 0 else -1
+            if end >= 0:
+                _feed(cap, bytes(pending[:start]), head_cap, tail_cap)
+                cap.exit_code = int(pending[start + len(marker):end])
+                self._leftover = bytes(pending[end + 3:])
                 return cap
             if len(pending) > keep:
                 _feed(cap, bytes(pending[:-keep]), head_cap, tail_cap)

@@ -154,7 +154,7 @@ def test_reset_gives_a_pristine_work_copy(sbx):
     assert sbx.run("pwd; echo k$K; git log --oneline | wc -l").output == f"{sbx.workdir}\nk\n1\n"
 
 
-@pytest.mark.parametrize("strategy", ["copy", "git"])
+@pytest.mark.parametrize("strategy", ["copy", "git", "auto"])
 def test_reset_strategies_restore_the_base(tiny_task, strategy):
     s = LocalSandbox(tiny_task, LocalSandboxConfig(reset_strategy=strategy))
     try:
