@@ -21,8 +21,7 @@ from .actions import H0_TOOLS, FormatError, ToolCall, parse_h0_action
 from .grading.grader import GradeReport, Grader, GradingError
 from .loaders import load_suite
 from .messages import AssistantMessageSpace, MessageListSpace, message
-from .sandbox import LocalSandbox, LocalSandboxConfig, Sandbox, SandboxError
-from .sandbox.workcopy import prepare_snapshot
+from .sandbox import Sandbox, SandboxError, make_sandbox
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
@@ -117,9 +116,7 @@ class RepairEnv(gym.Env):
     def _make_sandbox(self, task: Task) -> Sandbox:
         if callable(self._sandbox_kind):
             return self._sandbox_kind(task)
-        if self._sandbox_kind == "local":
-            return LocalSandbox(task, config=LocalSandboxConfig(**self._sandbox_options))
-        raise ValueError(f"unknown sandbox {self._sandbox_kind!r}; available: local")
+        return make_sandbox(self._sandbox_kind, task, **self._sandbox_options)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -270,4 +267,4 @@ def make(task: Task | str | None = None, harness: str = "h0", sandbox: str | San
     return RepairEnv(task=task, sandbox=sandbox, **kwargs)
 
 
-__all__ = ["EpisodeOverError", "MASKED", "RepairEnv", "TERMINATIONS", "make", "prepare_snapshot"]
+__all__ = ["EpisodeOverError", "MASKED", "RepairEnv", "TERMINATIONS", "make"]

@@ -1,5 +1,8 @@
 """Sandboxes: where an episode's commands run (see base.py for the protocol)."""
 
+from typing import Any
+
+from ..task import Task
 from .base import RunResult, Sandbox, SandboxError
 from .local import LocalSandbox, LocalSandboxConfig, bwrap_available
 from .workcopy import Snapshot, prepare_snapshot
@@ -8,7 +11,7 @@ __all__ = ["LocalSandbox", "LocalSandboxConfig", "RunResult", "Sandbox", "Sandbo
            "bwrap_available", "prepare_snapshot", "make_sandbox"]
 
 
-def make_sandbox(kind: str, task, **options) -> Sandbox:
+def make_sandbox(kind: str, task: Task, **options: Any) -> Sandbox:
     """A sandbox backend by name (``local``; ``docker`` arrives with the Docker issue)."""
     if kind == "local":
         return LocalSandbox(task, config=LocalSandboxConfig(**options))

@@ -95,7 +95,7 @@ class Limits:
         return ["/bin/sh", "-c", f"{moves}; exec \"$@\"", "ha-enter"]
 
     def preexec(self) -> None:
-        """rlimits applied in the child (fallback, and a file-size guard always)."""
+        """rlimits applied in the child when no cgroup is available (the fallback)."""
         if not self.dirs:
             resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
             resource.setrlimit(resource.RLIMIT_NPROC, (self.max_pids, self.max_pids))
