@@ -123,6 +123,8 @@ class LocalSandbox:
         args = ["bwrap", "--die-with-parent", "--unshare-all", "--hostname", "sandbox"]
         if self.config.network:
             args.append("--share-net")
+        # Private /proc, /dev and /tmp first, so later binds (a venv under /tmp, say) land on top.
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             p = Path(top)
             if p.is_symlink():
@@ -135,8 +137,7 @@ class LocalSandbox:
         suites = _PACKAGE_ROOT / "suites"
         if any(str(suites).startswith(p.rstrip("/") + "/") for p in self._toolchain_paths() + ["/usr"]):
             args += ["--tmpfs", str(suites)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                 "--bind", str(self.host_dir), self.config.mount_point, "--remount-ro", "/",
+        args += ["--bind", str(self.host_dir), self.config.mount_point, "--remount-ro", "/",
                  "--chdir", self.config.mount_point]
         return args + ["--"] + shell
 

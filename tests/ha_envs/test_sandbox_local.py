@@ -236,3 +236,18 @@ def test_requiring_bwrap_without_it_is_a_clear_error(tiny_task, monkeypatch):
     monkeypatch.setattr(local_mod, "bwrap_available", lambda: False)
     with pytest.raises(SandboxError, match="bubblewrap"):
         LocalSandbox(tiny_task, LocalSandboxConfig(isolation="bwrap"))
+
+
+def test_toolchains_under_tmp_stay_visible(tiny_task, tmp_path):
+    # CI clones (and their venvs) may live under /tmp, which the sandbox replaces with its own
+    require_bwrap()
+    tools = tmp_path / "toolchain"
+    tools.mkdir()
+    (tools / "marker").write_text("visible\n")
+    s = LocalSandbox(tiny_task, LocalSandboxConfig(isolation="bwrap", extra_ro_paths=[str(tools)]))
+    try:
+        s.start()
+        assert s.run(f"cat {tools}/marker; echo w > /tmp/x && cat /tmp/x").output == "visible\nw\n"
+        assert s.run("python -c 'import pytest; print(1)'").output == "1\n"
+    finally:
+        s.close()
