@@ -128,7 +128,7 @@ class Grader:
         try:
             sandbox.start()
             res = sandbox.run(task.tests.test_command, timeout=task.tests.timeout_s,
-                              head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)  # type: ignore[call-arg]
+                              head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
             return res.output, res.timed_out
         finally:
             sandbox.close()

@@ -43,8 +43,10 @@ class Sandbox(Protocol):
     def start(self) -> None:
         """Start the shell. Idempotent."""
 
-    def run(self, command: str, timeout: float | None = None) -> RunResult:
-        """Run one shell command in the persistent session."""
+    def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
+            tail_bytes: int | None = None) -> RunResult:
+        """Run one shell command in the persistent session; output beyond head + tail bytes is cut
+        in the middle (defaults from the sandbox's config)."""
 
     def read_file(self, path: str) -> bytes:
         """Bytes of a file inside the sandbox; raises FileNotFoundError."""
