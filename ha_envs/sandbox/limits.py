@@ -158,18 +158,6 @@ class Limits:
             time.sleep(0.002)
         return killed
 
-    def kill_all(self, session_id: int | None = None) -> None:
-        for _ in range(50):
-            pids = self.pids(session_id)
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.02)
-
     def release(self) -> None:
         """Kill what is left in the cgroups and remove them."""
         for d in self.dirs:

@@ -131,11 +131,12 @@ class LocalSandbox:
                 args += ["--symlink", os.readlink(p), top]
             elif p.is_dir():
                 args += ["--ro-bind", top, top]
-        for extra in self._toolchain_paths():
+        toolchains = self._toolchain_paths()
+        for extra in toolchains:
             args += ["--ro-bind", extra, extra]
         # Hide this package's task data (gold patches, hidden tests) if a mounted path holds it.
         suites = _PACKAGE_ROOT / "suites"
-        if any(str(suites).startswith(p.rstrip("/") + "/") for p in self._toolchain_paths() + ["/usr"]):
+        if any(str(suites).startswith(p.rstrip("/") + "/") for p in toolchains + ["/usr"]):
             args += ["--tmpfs", str(suites)]
         args += ["--bind", str(self.host_dir), self.config.mount_point, "--remount-ro", "/",
                  "--chdir", self.config.mount_point]
@@ -174,8 +175,7 @@ class LocalSandbox:
             self.shell.close()
             self.shell = None
         if self.limits is not None:
-            self.limits.kill_all(None)
-            self.limits.release()
+            self.limits.release()  # kills what is left in the cgroups
             self.limits = None
 
     def close(self) -> None:

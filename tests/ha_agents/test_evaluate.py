@@ -6,8 +6,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from ha_agents.evaluate import TrajectoryLog, evaluate
 from ha_cli.main import main
 

@@ -13,7 +13,6 @@ from gymnasium.utils.env_checker import check_env
 
 import ha_envs
 from ha_envs import EpisodeOverError, RepairEnv
-from ha_envs.grading import Grader
 
 
 def bash(cmd: str) -> str:
