@@ -21,15 +21,17 @@ from typing import Any, Callable
 
 from ha_envs import make
 from ha_envs.grading import GRADER_VERSION
+from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.sandbox import SandboxError
 from ha_envs.task import Task
 
 from .policies import Policy, make_policy
 
 
-def run_episode(task: Task, policy: Policy, harness: str = "h0", sandbox: str = "local",
+def run_episode(task: Task, policy: Policy, harness: "str | HarnessSpec" = "h0", sandbox: str = "local",
                 env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """One episode; returns its trajectory record (never raises for a sandbox failure)."""
+    harness = load_spec(harness)
     env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
     messages: list[dict[str, Any]] = []
     t0 = time.monotonic()
@@ -61,13 +63,15 @@ def _assistant(action: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": action, "source": "policy", "trainable": True}
 
 
-def _record(task: Task, policy: Policy, harness: str, messages: list, reward: float, info: dict, t0: float) -> dict[str, Any]:
+def _record(task: Task, policy: Policy, harness: HarnessSpec, messages: list, reward: float, info: dict,
+            t0: float) -> dict[str, Any]:
     grade = info.get("grade") or {}
     return {
         "instance_id": task.instance_id,
         "benchmark": task.benchmark,
         "policy": policy.name,
-        "harness": harness,
+        "harness": harness.name,
+        "harness_hash": info.get("harness_hash", harness.hash),
         "reward": reward,
         "resolved": bool(grade.get("resolved", False)),
         "termination": info.get("termination"),
@@ -76,6 +80,9 @@ def _record(task: Task, policy: Policy, harness: str, messages: list, reward: fl
         "turns": info.get("turn", 0),
         "tool_counts": info.get("tool_counts", {}),
         "hooks": info.get("hooks", {}),
+        "edits": info.get("edits", 0),
+        "test_runs": info.get("test_runs", 0),
+        "delivery": info.get("delivery"),
         "timings": info.get("timings", {}),
         "patch": info.get("patch", ""),
         "grade": grade,
@@ -129,6 +136,7 @@ class TrajectoryLog:
 class EvalSummary:
     model: str
     harness: str
+    harness_hash: str
     runs: int
     n_tasks: int
     pass_at_1: list[float] = field(default_factory=list)
@@ -139,19 +147,30 @@ class EvalSummary:
     def markdown(self) -> str:
         head = "| harness | model | " + " | ".join(f"run {i + 1}" for i in range(self.runs)) + " | pass@1 (mean) |"
         sep = "|---|---|" + "---|" * self.runs + "---|"
-        row = (f"| {self.harness} | {self.model} | " + " | ".join(f"{100 * p:.1f}" for p in self.pass_at_1)
+        row = (f"| {self.harness} ({self.harness_hash}) | {self.model} | " + " | ".join(f"{100 * p:.1f}" for p in self.pass_at_1)
                + f" | {100 * self.mean_pass_at_1:.1f} |")
         lines = [head, sep, row, "", f"{self.n_tasks} tasks x {self.runs} runs; {self.masked} episodes masked "
                  "(infrastructure failures, counted unresolved)."]
         return "\n".join(lines)
 
 
-def evaluate(tasks: list[Task], policy: str, harness: str = "h0", runs: int = 1, out_dir: Path | str = "runs/eval",
-             sandbox: str = "local", workers: int = 1, env_kwargs: dict[str, Any] | None = None,
+def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0", runs: int = 1,
+             out_dir: Path | str = "runs/eval", sandbox: str = "local", workers: int = 1,
+             env_kwargs: dict[str, Any] | None = None,
              progress: Callable[[dict[str, Any]], None] | None = None) -> EvalSummary:
+    kw = dict(env_kwargs or {})
+    spec = load_spec(harness).with_limits(kw.pop("max_turns", None), kw.pop("command_timeout_s", None),
+                                          kw.pop("max_format_errors", None))
+    env_kwargs = kw
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log = TrajectoryLog(out / "trajectories.jsonl")
+    other = {r.get("harness_hash") for r in log.records} - {spec.hash}
+    if other:
+        raise ValueError(f"{out} holds episodes of another harness (hash {', '.join(sorted(map(str, other)))}); "
+                         f"this run's harness {spec.name} has hash {spec.hash}: use another --out")
+    spec.save(out / "harness.yaml")
+    harness = spec
     done = log.done()
     todo = [(t, r) for r in range(1, runs + 1) for t in tasks if (t.instance_id, r) not in done]
 
@@ -167,16 +186,17 @@ def evaluate(tasks: list[Task], policy: str, harness: str = "h0", runs: int = 1,
             rec = fut.result()
             if progress:
                 progress(rec)
-    summary = summarize(log.records, [t.instance_id for t in tasks], runs, policy, harness)
+    summary = summarize(log.records, [t.instance_id for t in tasks], runs, policy, spec.name, spec.hash)
     write_predictions(log.records, out, runs, policy)
     (out / "summary.json").write_text(json.dumps(summary.__dict__, indent=2) + "\n")
     return summary
 
 
-def summarize(records: list[dict[str, Any]], ids: list[str], runs: int, model: str, harness: str) -> EvalSummary:
+def summarize(records: list[dict[str, Any]], ids: list[str], runs: int, model: str, harness: str,
+              harness_hash: str = "") -> EvalSummary:
     wanted = set(ids)
     by_key = {(r["instance_id"], int(r["run"])): r for r in records if r["instance_id"] in wanted}
-    s = EvalSummary(model=model, harness=harness, runs=runs, n_tasks=len(ids))
+    s = EvalSummary(model=model, harness=harness, harness_hash=harness_hash, runs=runs, n_tasks=len(ids))
     for run in range(1, runs + 1):
         outcomes = [bool(by_key.get((i, run), {}).get("resolved", False)) for i in ids]
         s.pass_at_1.append(sum(outcomes) / len(ids) if ids else 0.0)

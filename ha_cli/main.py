@@ -57,9 +57,78 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _spec(ref: str):
+    from ha_envs.harness import load_spec
+
+    return load_spec(ref)
+
+
+def cmd_harness_list(args: argparse.Namespace) -> int:
+    from ha_envs.harness import preset_names
+
+    rows = [_spec(n) for n in preset_names()]
+    if args.json:
+        print(json.dumps([{"name": s.name, "hash": s.hash, "tools": s.tool_names, "hooks": s.hook_names,
+                           "description": s.description} for s in rows], indent=2))
+        return 0
+    print(f"{'name':10} {'hash':16} {'tools':>5} {'hooks':>5}  description")
+    for s in rows:
+        print(f"{s.name:10} {s.hash:16} {len(s.tools):>5} {len(s.hooks):>5}  {s.description[:90]}")
+    return 0
+
+
+def cmd_harness_show(args: argparse.Namespace) -> int:
+    from ha_envs.harness import HOOKS, TOOLS
+    from ha_envs.harness.spec import resolved_params
+
+    spec = _spec(args.harness)
+    if args.without:
+        spec = spec.without(*args.without)
+    tools = [{"name": c.name, "options": resolved_params(c, "tool"), "schema": TOOLS[c.name].openai_schema()}
+             for c in spec.tools]
+    hooks = [{"name": c.name, "points": list(HOOKS[c.name].points),
+              "params": resolved_params(c, "hook")} for c in spec.hooks]
+    if args.json:
+        print(json.dumps({"name": spec.name, "hash": spec.hash, "description": spec.description,
+                          "parser": spec.to_dict()["parser"], "limits": spec.to_dict()["limits"],
+                          "tools": tools, "hooks": hooks, "spec": spec.to_dict()}, indent=2))
+        return 0
+    print(f"harness {spec.name}  hash {spec.hash}\n{spec.description}\n")
+    p = spec.parser
+    print(f"parser: {p.format} (multi_call={p.multi_call}, max_format_errors={p.max_format_errors})")
+    print("limits: " + ", ".join(f"{k}={v}" for k, v in spec.to_dict()["limits"].items()))
+    print(f"\ntools ({len(tools)}):")
+    for t in tools:
+        fn = t["schema"]["function"]
+        params = fn["parameters"].get("properties", {})
+        req = set(fn["parameters"].get("required", []))
+        sig = ", ".join(f"{k}{'' if k in req else '?'}: {v.get('type', 'any')}" for k, v in params.items())
+        opts = f"  options {json.dumps(t['options'])}" if t["options"] else ""
+        print(f"  {t['name']}({sig}){opts}\n      {fn['description']}")
+    print(f"\nhooks ({len(hooks)}, run in this order at each point):")
+    for h in hooks:
+        print(f"  {h['name']} [{', '.join(h['points'])}]")
+        for k, v in h["params"].items():
+            print(f"      {k} = {json.dumps(v)[:110]}")
+    return 0
+
+
+def cmd_harness_diff(args: argparse.Namespace) -> int:
+    from ha_envs.harness import diff
+
+    a, b = _spec(args.a), _spec(args.b)
+    changes = diff(a, b)
+    print(f"{a.name} ({a.hash}) -> {b.name} ({b.hash})")
+    print("\n".join(changes) if changes else "no behavioural difference")
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from ha_agents.evaluate import evaluate
 
+    spec = _spec(args.harness)
+    if args.without:
+        spec = spec.without(*args.without)
     tasks = _tasks(args)
     total = len(tasks) * args.runs
     count = [0]
@@ -70,11 +139,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"[{count[0]}/{total}] run {rec['run']} {rec['instance_id']}: {mark} ({rec['duration_s']:.1f}s)",
               file=sys.stderr, flush=True)
 
-    summary = evaluate(tasks, policy=args.policy, harness=args.harness, runs=args.runs, out_dir=args.out,
+    summary = evaluate(tasks, policy=args.policy, harness=spec, runs=args.runs, out_dir=args.out,
                        sandbox=args.sandbox, workers=args.workers, progress=progress,
                        env_kwargs={"max_turns": args.max_turns})
     print(summary.markdown())
-    print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json")
+    print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
+          f"harness.yaml (hash {summary.harness_hash})")
     return 0
 
 
@@ -97,13 +167,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="run a policy under a harness and report pass@1")
     _add_source(p)
     p.add_argument("--policy", default="oracle", help="oracle | null")
-    p.add_argument("--harness", default="h0")
+    p.add_argument("--harness", default="h0", help="preset name (see `ha harness list`) or a YAML/JSON spec path")
+    p.add_argument("--without", action="append", default=[], metavar="COMPONENT",
+                   help="ablation: drop this tool or hook from the harness (repeatable)")
     p.add_argument("--sandbox", default="local")
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--max-turns", type=int, default=60)
+    p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)
+
+    harness = sub.add_parser("harness", help="inspect and compare harness specs").add_subparsers(
+        dest="harness_command", required=True)
+    p = harness.add_parser("list", help="the preset harnesses")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_harness_list)
+    p = harness.add_parser("show", help="tools with schemas, hooks with parameters, hash")
+    p.add_argument("harness", help="preset name or spec path")
+    p.add_argument("--without", action="append", default=[], metavar="COMPONENT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_harness_show)
+    p = harness.add_parser("diff", help="what changed from harness A to harness B")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(func=cmd_harness_diff)
     return parser
 
 
@@ -112,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (TaskError, ValueError) as exc:
+    except (TaskError, ValueError, OSError) as exc:
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2
 

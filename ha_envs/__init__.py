@@ -11,7 +11,7 @@ from .loaders import load_jsonl, load_suite, resolve_tasks
 from .task import EnvironmentSpec, Task, TaskError, TestSpec
 
 if "ha_envs/Repair-v0" not in gymnasium.registry:
-    gymnasium.register(id="ha_envs/Repair-v0", entry_point="ha_envs.env:RepairEnv")
+    gymnasium.register(id="ha_envs/Repair-v0", entry_point="ha_envs.env:make")
 
 __all__ = ["EnvironmentSpec", "EpisodeOverError", "GradeReport", "Grader", "GradingError", "MASKED",
            "RepairEnv", "TERMINATIONS", "Task", "TaskError", "TestSpec", "load_jsonl", "load_suite",

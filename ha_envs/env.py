@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -46,6 +47,19 @@ SandboxMaker = Callable[[Task], Sandbox]
 
 class EpisodeOverError(RuntimeError):
     """step() was called after the episode ended; call reset() first."""
+
+
+@dataclass
+class HarnessTurn:
+    """An action the harness wrappers already handled (tools run, or a call vetoed by a hook).
+
+    The base env still owns the episode's accounting: it counts the turn and the calls, appends
+    ``messages`` to the observation, and ends the episode (grading it) when ``submit`` is set or a
+    limit is reached."""
+
+    messages: list[dict[str, Any]]
+    calls: list[ToolCall] = field(default_factory=list)
+    submit: bool = False
 
 
 class RepairEnv(gym.Env):
@@ -118,6 +132,16 @@ class RepairEnv(gym.Env):
             return self._sandbox_kind(task)
         return make_sandbox(self._sandbox_kind, task, **self._sandbox_options)
 
+    def configure(self, max_turns: int | None = None, max_format_errors: int | None = None,
+                  sandbox_options: dict[str, Any] | None = None) -> None:
+        """Limits set by a harness (applied from the next reset for sandbox options)."""
+        if max_turns is not None:
+            self.max_turns = max_turns
+        if max_format_errors is not None:
+            self.max_format_errors = max_format_errors
+        if sandbox_options:
+            self._sandbox_options.update(sandbox_options)
+
     @property
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI-form schemas of the tools this env understands."""
@@ -161,8 +185,16 @@ class RepairEnv(gym.Env):
         if self._done or self.sandbox is None or self.task is None:
             raise EpisodeOverError("the episode is over (or never started): call reset() first")
         self.turn += 1
+        if isinstance(action, HarnessTurn):
+            self.format_errors = 0
+            self.tool_counts.update(c.name for c in action.calls)
+            if action.submit:
+                return self._finish("submitted", terminated=True, obs=action.messages)
+            return self._after_action(action.messages)
+        if isinstance(action, FormatError):
+            return self._format_error(action)
         try:
-            call = parse_h0_action(action)
+            call = action if isinstance(action, ToolCall) else parse_h0_action(action)
         except FormatError as err:
             return self._format_error(err)
         self.format_errors = 0
@@ -260,11 +292,17 @@ def _render_result(result) -> str:
     return "\n".join(parts)
 
 
-def make(task: Task | str | None = None, harness: str = "h0", sandbox: str | SandboxMaker = "local", **kwargs: Any) -> RepairEnv:
-    """Build a repair env with a harness. Only ``h0`` exists until the harness wrappers land."""
-    if harness != "h0":
-        raise ValueError(f"unknown harness {harness!r}; available: h0")
-    return RepairEnv(task=task, sandbox=sandbox, **kwargs)
+def make(task: Task | str | None = None, harness: Any = "h0", sandbox: str | SandboxMaker = "local",
+         **kwargs: Any) -> gym.Env:
+    """A repair env wrapped in a harness: a preset name (``h0``, ``h1``, ``h2``, ``openhands``), a
+    path to a YAML/JSON HarnessSpec, or a HarnessSpec. This is the entry point of the gym id
+    ``ha_envs/Repair-v0``."""
+    from .harness import build, load_spec  # the harness package builds on this module
+
+    # Limits given here win over the spec's (and so change its hash: the record stays honest).
+    spec = load_spec(harness).with_limits(kwargs.get("max_turns"), kwargs.get("command_timeout_s"),
+                                          kwargs.get("max_format_errors"))
+    return build(RepairEnv(task=task, sandbox=sandbox, **kwargs), spec)
 
 
-__all__ = ["EpisodeOverError", "MASKED", "RepairEnv", "TERMINATIONS", "make"]
+__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS", "make"]

@@ -1,0 +1,280 @@
+"""HarnessSpec: the serialisable genome of a harness.
+
+A spec names a base env, a tool-call parser, an ordered list of tools and an ordered list of hooks
+(each with parameters) and the episode limits. It loads from and saves to YAML or JSON, has a
+stable content hash (over behaviour only: name and description do not count, and parameters are
+hashed with their defaults filled in, so spelling a default out does not change the hash), and
+``diff(a, b)`` lists what changed. Hooks run at each lifecycle point in the order listed.
+
+Presets live in ``presets/*.yaml``: ``h0`` (bash + submit), ``h1`` and ``h2`` (reconstructed from
+the paper), and ``openhands`` (a hand-designed baseline modelled on OpenHands' CodeAct tools).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .hooks import HOOKS
+from .parsers import MULTI_CALL, PARSERS
+from .tools import TOOLS
+
+PRESET_DIR = Path(__file__).parent / "presets"
+BASES = ("repair",)
+
+
+class HarnessSpecError(ValueError):
+    """The spec cannot be built; the message names the component and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_obj(self) -> Any:
+        return {"name": self.name, "params": dict(self.params)} if self.params else self.name
+
+
+@dataclass(frozen=True)
+class ParserSpec:
+    format: str = "auto"
+    multi_call: str = "reject"
+    max_format_errors: int = 3
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_turns: int = 60
+    command_timeout_s: float = 120.0
+    output_head_bytes: int = 8000
+    output_tail_bytes: int = 8000
+
+
+@dataclass(frozen=True)
+class HarnessSpec:
+    name: str = "custom"
+    description: str = ""
+    base: str = "repair"
+    parser: ParserSpec = ParserSpec()
+    tools: tuple[Component, ...] = ()
+    hooks: tuple[Component, ...] = ()
+    limits: Limits = Limits()
+    system_prompt: str = ""
+    """Replaces the base env's instructions when set; ``{workdir}`` is filled in."""
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "base": self.base,
+                "parser": asdict(self.parser), "tools": [c.to_obj() for c in self.tools],
+                "hooks": [c.to_obj() for c in self.hooks], "limits": asdict(self.limits),
+                "system_prompt": self.system_prompt}
+
+    @classmethod
+    def from_dict(cls, data: Any, origin: str = "spec") -> "HarnessSpec":
+        if not isinstance(data, dict):
+            raise HarnessSpecError(f"{origin}: a harness spec must be a mapping, got {type(data).__name__}")
+        known = {"name", "description", "base", "parser", "tools", "hooks", "limits", "system_prompt"}
+        unknown = set(data) - known
+        if unknown:
+            raise HarnessSpecError(f"{origin}: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        try:
+            parser = ParserSpec(**(data.get("parser") or {}))
+            limits = Limits(**(data.get("limits") or {}))
+        except TypeError as exc:
+            raise HarnessSpecError(f"{origin}: {exc}") from None
+        return cls(name=str(data.get("name", "custom")), description=str(data.get("description", "")),
+                   base=str(data.get("base", "repair")), parser=parser,
+                   tools=tuple(_component(c, "tool", origin) for c in data.get("tools") or ()),
+                   hooks=tuple(_component(c, "hook", origin) for c in data.get("hooks") or ()),
+                   limits=limits, system_prompt=str(data.get("system_prompt") or ""))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "HarnessSpec":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise HarnessSpecError(f"cannot read harness spec {path}: {exc}") from None
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise HarnessSpecError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+        return cls.from_dict(data, origin=str(path))
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        data = self.to_dict()
+        text = json.dumps(data, indent=2) + "\n" if path.suffix == ".json" else yaml.safe_dump(data, sort_keys=False)
+        path.write_text(text)
+        return path
+
+    # -- identity --------------------------------------------------------------------------------
+    def canonical(self) -> dict[str, Any]:
+        """What the hash covers: behaviour, with every parameter's default filled in."""
+        return {"base": self.base, "parser": asdict(self.parser), "limits": asdict(self.limits),
+                "system_prompt": self.system_prompt,
+                "tools": [{"name": c.name, "params": resolved_params(c, "tool")} for c in self.tools],
+                "hooks": [{"name": c.name, "params": resolved_params(c, "hook")} for c in self.hooks]}
+
+    @property
+    def hash(self) -> str:
+        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [c.name for c in self.tools]
+
+    @property
+    def hook_names(self) -> list[str]:
+        return [c.name for c in self.hooks]
+
+    # -- editing ---------------------------------------------------------------------------------
+    def with_limits(self, max_turns: int | None = None, command_timeout_s: float | None = None,
+                    max_format_errors: int | None = None) -> "HarnessSpec":
+        """The spec with these limits overridden (None keeps the spec's); the hash changes with them."""
+        limits = {k: v for k, v in (("max_turns", max_turns), ("command_timeout_s", command_timeout_s)) if v is not None}
+        spec = replace(self, limits=replace(self.limits, **limits)) if limits else self
+        if max_format_errors is not None:
+            spec = replace(spec, parser=replace(spec.parser, max_format_errors=max_format_errors))
+        return spec
+
+    def without(self, *names: str) -> "HarnessSpec":
+        """An ablation: the same spec minus the named tools or hooks (each must be present)."""
+        present = set(self.tool_names) | set(self.hook_names)
+        missing = [n for n in names if n not in present]
+        if missing:
+            raise HarnessSpecError(f"cannot remove {', '.join(missing)}: not in harness {self.name!r} "
+                                   f"(tools: {', '.join(self.tool_names)}; hooks: {', '.join(self.hook_names) or 'none'})")
+        drop = set(names)
+        return replace(self, name=f"{self.name}-without-{'-'.join(names)}",
+                       tools=tuple(c for c in self.tools if c.name not in drop),
+                       hooks=tuple(c for c in self.hooks if c.name not in drop))
+
+    def validate(self) -> "HarnessSpec":
+        """Raise HarnessSpecError on anything ``build`` could not honour; return self."""
+        if self.base not in BASES:
+            raise HarnessSpecError(f"unknown base {self.base!r}; available: {', '.join(BASES)}")
+        if self.parser.format not in PARSERS:
+            raise HarnessSpecError(f"unknown parser {self.parser.format!r}; available: {', '.join(PARSERS)}")
+        if self.parser.multi_call not in MULTI_CALL:
+            raise HarnessSpecError(f"unknown multi_call policy {self.parser.multi_call!r}; choose from {', '.join(MULTI_CALL)}")
+        if not isinstance(self.parser.max_format_errors, int) or self.parser.max_format_errors < 1:
+            raise HarnessSpecError("parser.max_format_errors must be a positive integer")
+        if not isinstance(self.limits.max_turns, int) or self.limits.max_turns < 1:
+            raise HarnessSpecError("limits.max_turns must be a positive integer")
+        for kind, comps, registry in (("tool", self.tools, TOOLS), ("hook", self.hooks, HOOKS)):
+            seen: set[str] = set()
+            for c in comps:
+                if c.name not in registry:
+                    raise HarnessSpecError(f"unknown {kind} {c.name!r}; available: {', '.join(sorted(registry))}")
+                if c.name in seen:
+                    raise HarnessSpecError(f"duplicate {kind} {c.name!r}: each {kind} may appear once")
+                seen.add(c.name)
+                resolved_params(c, kind)
+        names = set(self.tool_names)
+        if "submit" not in names:
+            raise HarnessSpecError("the harness has no `submit` tool, so an episode could only end at its limits")
+        if self.parser.format == "fenced_bash" and names - {"bash", "submit"}:
+            raise HarnessSpecError("the fenced_bash parser can only call bash and submit; "
+                                   f"use auto/openai/hermes/qwen3_xml for {', '.join(sorted(names - {'bash', 'submit'}))}")
+        for c in self.hooks:
+            need = HOOKS[c.name].requires_any_tool
+            if need and not names & set(need):
+                raise HarnessSpecError(f"hook {c.name!r} needs one of the tools {', '.join(need)}, and the harness has none")
+        return self
+
+
+def _component(obj: Any, kind: str, origin: str) -> Component:
+    if isinstance(obj, str):
+        return Component(obj)
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str) and set(obj) <= {"name", "params"}:
+        params = obj.get("params") or {}
+        if not isinstance(params, dict):
+            raise HarnessSpecError(f"{origin}: params of {kind} {obj['name']!r} must be a mapping")
+        return Component(obj["name"], dict(params))
+    raise HarnessSpecError(f"{origin}: a {kind} entry must be a name or {{name: ..., params: {{...}}}}, got {obj!r}")
+
+
+def resolved_params(c: Component, kind: str) -> dict[str, Any]:
+    """The component's parameters with defaults filled in; raises HarnessSpecError if invalid."""
+    if kind == "tool":
+        tool = TOOLS.get(c.name)
+        if tool is None:
+            raise HarnessSpecError(f"unknown tool {c.name!r}; available: {', '.join(sorted(TOOLS))}")
+        unknown = set(c.params) - set(tool.options)
+        if unknown:
+            raise HarnessSpecError(f"tool {c.name!r} has no option(s) {', '.join(sorted(unknown))}; "
+                                   f"it takes: {', '.join(tool.options) or 'none'}")
+        for key, value in c.params.items():
+            want = type(tool.options[key])
+            if not isinstance(value, (int, float) if want is float else want) or isinstance(value, bool) != (want is bool):
+                raise HarnessSpecError(f"tool {c.name!r}: option {key!r} must be {want.__name__}, got {value!r}")
+        return {**tool.options, **c.params}
+    cls = HOOKS.get(c.name)
+    if cls is None:
+        raise HarnessSpecError(f"unknown hook {c.name!r}; available: {', '.join(sorted(HOOKS))}")
+    try:
+        return dict(cls(**copy.deepcopy(c.params)).params)
+    except ValueError as exc:
+        raise HarnessSpecError(str(exc)) from None
+
+
+def diff(a: HarnessSpec, b: HarnessSpec) -> list[str]:
+    """What changed from ``a`` to ``b``, one line per change (empty when they behave the same)."""
+    out: list[str] = []
+    ca, cb = a.canonical(), b.canonical()
+    for section in ("base", "system_prompt"):
+        if ca[section] != cb[section]:
+            out.append(f"{section}: {_short(ca[section])} -> {_short(cb[section])}")
+    for section in ("parser", "limits"):
+        for key in ca[section]:
+            if ca[section][key] != cb[section][key]:
+                out.append(f"{section}.{key}: {ca[section][key]!r} -> {cb[section][key]!r}")
+    for kind in ("tools", "hooks"):
+        pa = {c["name"]: c["params"] for c in ca[kind]}
+        pb = {c["name"]: c["params"] for c in cb[kind]}
+        for name in pa:
+            if name not in pb:
+                out.append(f"- {kind[:-1]} {name}")
+        for name in pb:
+            if name not in pa:
+                out.append(f"+ {kind[:-1]} {name}" + (f" {_short(pb[name])}" if pb[name] else ""))
+        for name in pa:
+            if name in pb:
+                for key in sorted(set(pa[name]) | set(pb[name])):
+                    if pa[name].get(key) != pb[name].get(key):
+                        out.append(f"~ {kind[:-1]} {name}.{key}: {_short(pa[name].get(key))} -> {_short(pb[name].get(key))}")
+        common_a = [n for n in pa if n in pb]
+        common_b = [n for n in pb if n in pa]
+        if common_a != common_b:
+            out.append(f"~ {kind} order: {', '.join(common_a)} -> {', '.join(common_b)}")
+    return out
+
+
+def _short(value: Any, n: int = 60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def load_spec(ref: "str | Path | HarnessSpec") -> HarnessSpec:
+    """A preset name (``h2``), a path to a YAML/JSON spec, or a spec; validated."""
+    if isinstance(ref, HarnessSpec):
+        return ref.validate()
+    path = Path(ref)
+    if str(ref) in preset_names():
+        return HarnessSpec.load(PRESET_DIR / f"{ref}.yaml").validate()
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        return HarnessSpec.load(path).validate()
+    raise HarnessSpecError(f"unknown harness {str(ref)!r}: not a preset ({', '.join(preset_names())}) nor a spec file")

@@ -1,0 +1,256 @@
+"""The harness as a stack of ``gymnasium.Wrapper``s over RepairEnv, built from a HarnessSpec::
+
+    ParserWrapper        assistant message -> tool calls, or a typed FormatError
+      HooksWrapper       episode start / pre-decision / pre-action / post-feedback hooks, in spec order
+        ToolsWrapper     runs each call's tool inside the sandbox
+          RepairEnv      counts turns and calls, enforces limits, grades on submit
+
+Each layer changes one thing. A layer hands the next one structured actions (``ToolCall`` lists,
+``FormatError``, or an already handled :class:`~ha_envs.env.HarnessTurn`), so the base env stays
+the one place that counts turns and ends episodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from ..actions import FormatError, ToolCall
+from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv
+from ..messages import message
+from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
+from .parsers import ToolCallParser, format_instructions
+from .spec import HarnessSpec, load_spec, resolved_params
+from .state import EpisodeState, Step, digest
+from .toolbox import ToolboxClient
+from .tools import TOOLS, Tool, ToolContext, ToolOutput
+
+
+def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
+    extra = {} if ok else {"error": True}
+    if call.call_id is not None:
+        return message("tool", text, "tool", tool_call_id=call.call_id, name=call.name, **extra)
+    return message("user", text, "tool", name=call.name, **extra)
+
+
+class ToolsWrapper(gym.Wrapper):
+    """Runs the harness's tools. Owns the episode state and the in-sandbox toolbox."""
+
+    def __init__(self, env: gym.Env, tools: list[tuple[Tool, dict[str, Any]]], track_edits: bool = False) -> None:
+        super().__init__(env)
+        self.harness_tools = {t.name: (t, opts) for t, opts in tools}
+        self.track_edits = track_edits
+        self.harness_state = EpisodeState()
+        self.toolbox: ToolboxClient | None = None
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [t.openai_schema() for t, _ in self.harness_tools.values()]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+        self.harness_state = EpisodeState(track_edits=self.track_edits)
+        self.toolbox = ToolboxClient(base.sandbox)  # installed lazily by the first call that needs it
+        info["tools"] = self.tool_schemas
+        return obs, info
+
+    def step(self, action: Any):
+        if isinstance(action, FormatError):
+            self.harness_state.steps.append(Step(self.env.unwrapped.turn + 1, f"format_error:{action.kind}",
+                                                 digest(str(action)), error=True))
+            return self.env.step(action)
+        if isinstance(action, HarnessTurn):
+            return self.env.step(action)
+        calls = [action] if isinstance(action, ToolCall) else list(action)
+        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+        st = self.harness_state
+        st.turn = base.turn + 1
+        messages: list[dict[str, Any]] = []
+        for i, call in enumerate(calls):
+            if call.name == "submit":
+                self._deliver(call)
+                return self._submit(messages, calls[: i + 1])
+            out = self.run_tool(call)
+            messages.append(tool_message(call, out.text, out.ok))
+        st.steps.append(Step(st.turn, "|".join(call_key(c) for c in calls), observation_digest(messages),
+                             error=any(m.get("error") for m in messages)))
+        obs, reward, terminated, truncated, info = self.env.step(HarnessTurn(messages, calls))
+        return obs, reward, terminated, truncated, self._info(info)
+
+    def run_tool(self, call: ToolCall) -> ToolOutput:
+        tool, opts = self.harness_tools[call.name]
+        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+        assert tool.impl is not None and base.sandbox is not None and self.toolbox is not None
+        ctx = ToolContext(base.sandbox, self.toolbox, self.harness_state, base._sandbox_options.get("command_timeout_s", 120.0))
+        out = tool.impl(ctx, call.arguments, opts)
+        if out.edited:
+            self.harness_state.mark_edit()
+        if out.tested:
+            self.harness_state.mark_test()
+        if not out.ok:
+            self.harness_state.tool_errors += 1
+        return out
+
+    def _deliver(self, call: ToolCall) -> None:
+        """Delivery evidence for the submission: the diff and whether tests ran after the last edit."""
+        _, opts = self.harness_tools["submit"]
+        st = self.harness_state
+        if not opts.get("evidence"):
+            return
+        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+        assert base.sandbox is not None
+        patch = base.sandbox.diff()
+        files = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
+        st.delivery = {"diff": patch, "files": files, "edits": st.edits, "test_runs": st.test_runs,
+                       "tested_after_last_edit": st.tested_since_edit, "empty": not patch.strip()}
+
+    def _submit(self, messages: list[dict[str, Any]], calls: list[ToolCall]):
+        obs, reward, terminated, truncated, info = self.env.step(HarnessTurn(messages, calls, submit=True))
+        return obs, reward, terminated, truncated, self._info(info)
+
+    def _info(self, info: dict[str, Any]) -> dict[str, Any]:
+        st = self.harness_state
+        info.update(edits=st.edits, test_runs=st.test_runs, tool_errors=st.tool_errors)
+        if st.delivery is not None and info.get("termination") == "submitted":
+            info["delivery"] = {k: v for k, v in st.delivery.items() if k != "diff"}
+        return info
+
+
+class HooksWrapper(gym.Wrapper):
+    """Runs the hooks at the four lifecycle points, in spec order, and counts their firings."""
+
+    def __init__(self, env: gym.Env, hooks: list[Hook]) -> None:
+        super().__init__(env)
+        self.hooks = hooks
+        self._ctx: HookContext | None = None
+
+    def _context(self) -> HookContext:
+        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+        toolbox = self.env.get_wrapper_attr("toolbox")
+        assert base.sandbox is not None and toolbox is not None
+        return HookContext(self.env.get_wrapper_attr("harness_state"), base.sandbox, toolbox,
+                           tuple(self.env.get_wrapper_attr("harness_tools")), base.max_turns, base.turn)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        for h in self.hooks:
+            h.reset()
+        ctx = self._ctx = self._context()
+        ctx.chars_seen = sum(len(m["content"]) for m in obs)
+        for h in self.hooks:
+            obs += self._say(ctx, h, h.episode_start(ctx))
+        obs += self._pre_decision(ctx)
+        info["hooks"] = _fired(ctx)
+        return obs, info
+
+    def step(self, action: Any):
+        ctx = self._ctx
+        if ctx is None:
+            return self.env.step(action)
+        ctx.chars_seen += _action_chars(action)
+        notes: list[dict[str, Any]] = []
+        if isinstance(action, list):
+            calls: list[ToolCall] = []
+            for call in action:
+                for h in self.hooks:
+                    decision = h.pre_action(ctx, call)
+                    if isinstance(decision, Veto):
+                        why = decision.reason + (" (None of this turn's calls ran.)" if len(action) > 1 else "")
+                        veto = message("user", why, f"hook:{h.name}", vetoed=call.name)
+                        self.env.get_wrapper_attr("harness_state").steps.append(
+                            Step(ctx.turn + 1, call_key(call), observation_digest([]), error=True))
+                        return self._finish_step(ctx, [call], self.env.step(HarnessTurn(notes + [veto], calls + [call])))
+                    if isinstance(decision, Rewrite):
+                        notes.append(message("user", f"Note: `{call.name}` was adjusted ({decision.reason}).",
+                                             f"hook:{h.name}"))
+                        call = decision.call
+                calls.append(call)
+            action = calls
+        result = self.env.step(action)
+        if notes:
+            result = (notes + result[0],) + tuple(result[1:])
+        return self._finish_step(ctx, action if isinstance(action, list) else [], result)
+
+    def _finish_step(self, ctx: HookContext, calls: list[ToolCall], result: tuple):
+        obs, reward, terminated, truncated, info = result
+        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+        ctx.turn = base.turn
+        if not (terminated or truncated):
+            for h in self.hooks:
+                obs += self._say(ctx, h, h.post_feedback(ctx, calls, obs))
+            obs += self._pre_decision(ctx)
+        ctx.chars_seen += sum(len(m["content"]) for m in obs)
+        info["hooks"] = _fired(ctx)
+        return obs, reward, terminated, truncated, info
+
+    def _pre_decision(self, ctx: HookContext) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for h in self.hooks:
+            out += self._say(ctx, h, h.pre_decision(ctx))
+        return out
+
+    @staticmethod
+    def _say(ctx: HookContext, hook: Hook, texts: list[str]) -> list[dict[str, Any]]:
+        return [message("user", t, f"hook:{hook.name}") for t in texts]
+
+
+def _fired(ctx: HookContext) -> dict[str, dict[str, Any]]:
+    return {k: {"count": v["count"], "reasons": list(v["reasons"])} for k, v in ctx.fired.items()}
+
+
+def _action_chars(action: Any) -> int:
+    if isinstance(action, list):
+        return sum(len(c.name) + len(str(c.arguments)) for c in action)
+    return len(str(action))
+
+
+WORKFLOW = ("Explore the code, reproduce the issue, edit the source files to fix it and check your fix. When you "
+            "are done, call `submit`: your changes to the repository, as they stand, are graded by tests you cannot see.")
+
+
+class ParserWrapper(gym.Wrapper):
+    """Turns one assistant message into tool calls for the layers below, or a typed FormatError."""
+
+    def __init__(self, env: gym.Env, parser: ToolCallParser, spec: HarnessSpec) -> None:
+        super().__init__(env)
+        self.parser = parser
+        self.harness_spec = spec
+        self._schemas = {t.name: t.parameters for t, _ in env.get_wrapper_attr("harness_tools").values()}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        workdir = info.get("workdir", "/testbed")
+        if self.harness_spec.system_prompt or set(self._schemas) - {"bash", "submit"} or self.parser.fmt not in ("auto", "fenced_bash"):
+            intro = (self.harness_spec.system_prompt or SYSTEM_PROMPT.split("\n")[0]).format(workdir=workdir)
+            obs[0] = dict(obs[0], content=intro + "\n" + format_instructions(self.parser.fmt, info["tools"]) + "\n" + WORKFLOW)
+        info.update(harness=self.harness_spec.name, harness_hash=self.harness_spec.hash, parser=self.parser.fmt)
+        return obs, info
+
+    def step(self, action: Any):
+        try:
+            parsed = self.parser.parse(action, self._schemas)
+        except FormatError as err:
+            return self.env.step(err)
+        obs, reward, terminated, truncated, info = self.env.step(parsed.calls)
+        if parsed.note:
+            obs = [message("user", parsed.note, "system")] + obs
+        return obs, reward, terminated, truncated, info
+
+
+def build(env: RepairEnv, spec: "HarnessSpec | str") -> gym.Env:
+    """Wrap ``env`` in the harness ``spec`` (a spec, a preset name or a spec path)."""
+    spec = load_spec(spec)
+    base = env.unwrapped
+    if not isinstance(base, RepairEnv):
+        raise TypeError(f"build() wraps a RepairEnv, got {type(base).__name__}")
+    base.configure(max_turns=spec.limits.max_turns, max_format_errors=spec.parser.max_format_errors,
+                   sandbox_options={"command_timeout_s": spec.limits.command_timeout_s,
+                                    "output_head_bytes": spec.limits.output_head_bytes,
+                                    "output_tail_bytes": spec.limits.output_tail_bytes})
+    hooks = [HOOKS[c.name](**c.params) for c in spec.hooks]
+    tools = [(TOOLS[c.name], resolved_params(c, "tool")) for c in spec.tools]
+    wrapped: gym.Env = ToolsWrapper(env, tools, track_edits=any(h.tracks_edits for h in hooks))
+    wrapped = HooksWrapper(wrapped, hooks)
+    return ParserWrapper(wrapped, ToolCallParser(spec.parser.format, spec.parser.multi_call), spec)
