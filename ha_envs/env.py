@@ -252,6 +252,13 @@ class RepairEnv(gym.Env):
         info["resolved"] = report.resolved
         return obs or [], report.reward, terminated, not terminated, info
 
+    def abort(self, error: str, reason: str = "sandbox_error"):
+        """End the episode for an infrastructure fault found by a harness layer (a tool's or a
+        hook's sandbox call failed): no turn is counted, the sample is masked."""
+        if self._done:
+            raise EpisodeOverError("the episode is over (or never started): call reset() first")
+        return self._infra_failure(reason, error)
+
     def _infra_failure(self, reason: str, error: str, obs: list[dict[str, Any]] | None = None, patch: str | None = None):
         self._done = True
         info = self._info(reason)

@@ -203,6 +203,15 @@ _NETWORK = re.compile(r"\b(curl|wget|ssh|scp|nc|telnet)\s|\b(pip3?|uv|poetry|con
                       r"\bgit\s+(clone|fetch|pull|push)\b|\bapt(-get)?\s+install\b")
 
 
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n.*?^\s*\1\s*$", re.S | re.M)
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def code_only(command: str) -> str:
+    """The command without quoted strings and here-document bodies (data, not commands)."""
+    return _QUOTED.sub("''", _HEREDOC.sub("<<EOF", command))
+
+
 @register_hook
 class DangerousCommandGuard(Hook):
     name = "dangerous_command_guard"
@@ -214,7 +223,7 @@ class DangerousCommandGuard(Hook):
     def pre_action(self, ctx: HookContext, call: ToolCall) -> Veto | None:
         if call.name not in ("bash", "run_check"):
             return None
-        cmd = str(call.arguments.get("command", ""))
+        cmd = code_only(str(call.arguments.get("command", "")))
         p = self.params
         why = advice = ""
         if p["block_interactive"] and (_INTERACTIVE.search(cmd) or _BARE_REPL.search(cmd)):

@@ -19,6 +19,7 @@ import gymnasium as gym
 from ..actions import FormatError, ToolCall
 from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv
 from ..messages import message
+from ..sandbox.base import SandboxError
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
 from .parsers import ToolCallParser, format_instructions
 from .spec import HarnessSpec, load_spec, resolved_params
@@ -57,6 +58,17 @@ class ToolsWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any):
+        try:
+            return self._step(action)
+        except SandboxError as exc:
+            base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+            return self._result(base.abort(str(exc)))
+
+    def _result(self, result: tuple):
+        obs, reward, terminated, truncated, info = result
+        return obs, reward, terminated, truncated, self._info(info)
+
+    def _step(self, action: Any):
         if isinstance(action, FormatError):
             self.harness_state.steps.append(Step(self.env.unwrapped.turn + 1, f"format_error:{action.kind}",
                                                  digest(str(action)), error=True))
@@ -146,6 +158,15 @@ class HooksWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any):
+        try:
+            return self._step(action)
+        except SandboxError as exc:  # a hook's own sandbox call failed
+            base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
+            obs, reward, terminated, truncated, info = base.abort(str(exc))
+            info["hooks"] = _fired(self._ctx) if self._ctx else {}
+            return obs, reward, terminated, truncated, info
+
+    def _step(self, action: Any):
         ctx = self._ctx
         if ctx is None:
             return self.env.step(action)
@@ -180,8 +201,10 @@ class HooksWrapper(gym.Wrapper):
         if not (terminated or truncated):
             for h in self.hooks:
                 obs += self._say(ctx, h, h.post_feedback(ctx, calls, obs))
-            obs += self._pre_decision(ctx)
-        ctx.chars_seen += sum(len(m["content"]) for m in obs)
+            ctx.chars_seen += sum(len(m["content"]) for m in obs)
+            extra = self._pre_decision(ctx)
+            ctx.chars_seen += sum(len(m["content"]) for m in extra)
+            obs += extra
         info["hooks"] = _fired(ctx)
         return obs, reward, terminated, truncated, info
 

@@ -9,7 +9,7 @@ import pytest
 import ha_envs
 from ha_envs.actions import ToolCall
 from ha_envs.harness import HarnessSpec, render_call
-from ha_envs.harness.spec import Component
+from ha_envs.harness.spec import Component, ParserSpec
 
 ALL_TOOLS = ("bash", "read_file", "edit_file", "create_file", "insert_lines", "undo_edit", "search", "find_files",
              "view_diff", "restore_file", "run_check", "run_tests", "think", "str_replace_editor", "submit")
@@ -18,6 +18,8 @@ ALL_TOOLS = ("bash", "read_file", "edit_file", "create_file", "insert_lines", "u
 def spec_with(tools=ALL_TOOLS, hooks=(), **kw: Any) -> HarnessSpec:
     def comp(x):
         return x if isinstance(x, Component) else Component(x[0], x[1]) if isinstance(x, tuple) else Component(x)
+    if isinstance(kw.get("parser"), dict):
+        kw["parser"] = ParserSpec(**kw["parser"])
     return HarnessSpec(name=kw.pop("name", "test"), tools=tuple(comp(t) for t in tools),
                        hooks=tuple(comp(h) for h in hooks), **kw)
 
