@@ -29,15 +29,19 @@ $(BIN)/.installed: pyproject.toml
 install: sysdeps $(BIN)/.installed
 
 demo: install
+	rm -rf $(OUT)
 	$(BIN)/ha tasks validate --suite mini
-	$(BIN)/ha eval --suite mini --policy oracle --harness h0 --runs 1 --workers 2 --out $(OUT)/oracle
-	$(BIN)/ha eval --suite mini --policy null --harness h0 --runs 1 --workers 2 --out $(OUT)/null
+	$(BIN)/ha harness list
+	$(BIN)/ha eval --suite mini --policy oracle --harness h0 --runs 1 --workers 2 --out $(OUT)/oracle-h0
+	$(BIN)/ha eval --suite mini --policy oracle --harness h2 --runs 1 --workers 2 --out $(OUT)/oracle-h2
+	$(BIN)/ha eval --suite mini --policy null --harness h2 --runs 1 --workers 2 --out $(OUT)/null-h2
 
 test: install
 	$(BIN)/python -m pytest -q
 
 bench: install
 	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python benchmarks/bench_tools.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

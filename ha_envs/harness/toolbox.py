@@ -65,7 +65,7 @@ class ToolboxClient:
             f"echo \"{_READY} $D\" || {{ cat \"$D/log\" 2>/dev/null | tail -5; false; }}"
         )
         # A subshell: an `exit` above must not end the agent's shell.
-        script = "(\n" + "\n".join(parts) + "\n)"
+        script = "(\n" + "\n".join(parts) + "\n) || :"
         res = self.sandbox.run(script, timeout=60, head_bytes=1 << 16, tail_bytes=1 << 16)
         self.installs += 1
         if _NO_PYTHON in res.output:
@@ -94,11 +94,13 @@ class ToolboxClient:
         req = json.dumps({"id": rid, "op": op, "args": args}, ensure_ascii=True)
         d = _sh_quote(self.dir)
         t = max(1, int(self.call_timeout_s))
+        # Only builtins, and no command whose failure could trip an agent's `set -e`.
         command = (
-            f"{{ read -r __ha_p < {d}/pid && kill -0 \"$__ha_p\"; }} 2>/dev/null || {{ echo {_DOWN}; false; }} && "
-            f"printf '%s\\n' {_sh_quote(req)} 1<>{d}/req && "
+            f"if {{ read -r __ha_p < {d}/pid && kill -0 \"$__ha_p\"; }} 2>/dev/null; then "
+            f"printf '%s\\n' {_sh_quote(req)} 1<>{d}/req || :; __ha_i=; "
             f"while IFS= read -t {t} -r __ha_i 0<>{d}/ack; do [ \"$__ha_i\" = {rid} ] && break; done; "
-            f"[ \"$__ha_i\" = {rid} ] && IFS= read -r -d '' __ha_o < {d}/out.{rid}; printf '%s' \"$__ha_o\"; __ha_o="
+            f"if [ \"$__ha_i\" = {rid} ]; then IFS= read -r -d '' __ha_o < {d}/out.{rid} || :; printf '%s' \"$__ha_o\"; fi; "
+            f"else echo {_DOWN}; fi; __ha_o="
         )
         res = self.sandbox.run(command, timeout=self.call_timeout_s + 10, head_bytes=ANSWER_CAP, tail_bytes=0)
         text = res.output.strip()

@@ -1,7 +1,8 @@
 """One persistent bash session driven over pipes.
 
-Each command is sent as ``eval $'<quoted>' </dev/null`` followed by a marker carrying a per-command
-nonce and the exit code. ``eval`` runs in the shell itself, so ``cd`` and ``export`` persist; a
+Each command is sent as ``{ eval $'<quoted>' </dev/null; }`` inside an ``&&``/``||`` list (so an
+agent's ``set -e`` cannot turn a failing command into the end of the session), followed by a marker
+carrying a per-command nonce and the exit code. ``eval`` runs in the shell itself, so ``cd`` and ``export`` persist; a
 syntax error in the command is the command's error, not a broken protocol; stdin from /dev/null
 keeps a command from eating the protocol. Output is read until the marker, keeping the head and the
 tail when it is longer than the cap, so a flood costs bounded memory.
@@ -91,7 +92,10 @@ class PersistentShell:
         tag = f"__HA_{self._nonce}_{self._seq}_"
         marker = b"\n" + tag.encode()
         keep = len(marker) + 16  # never feed bytes that may start a marker
-        script = f"eval {ansi_c_quote(command)} </dev/null\nprintf '\\n{tag}%s__\\n' \"$?\"\n"
+        # In an && / || list errexit is ignored, so an agent's `set -e` cannot make a failing
+        # command kill the session.
+        script = (f"{{ eval {ansi_c_quote(command)} </dev/null; }} && __ha_rc=0 || __ha_rc=$?\n"
+                  f"printf '\\n{tag}%s__\\n' \"$__ha_rc\"\n")
         try:
             self.proc.stdin.write(script.encode())
         except (BrokenPipeError, OSError) as exc:

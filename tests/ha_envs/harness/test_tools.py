@@ -184,3 +184,13 @@ def test_toolbox_recovers_when_the_agent_kills_it(drive):
     assert "def add" in d.text("read_file", path="calc.py")
     d("bash", command="pkill -f toolbox_server; rm -rf ${TMPDIR:-/tmp}/.ha-toolbox-*; sleep 0.2")
     assert "def add" in d.text("read_file", path="calc.py")
+
+
+def test_agent_set_e_breaks_neither_the_shell_nor_the_tools(drive):
+    d = drive()
+    d("bash", command="set -e")
+    assert "<returncode>1</returncode>" in d.text("bash", command="false")
+    assert "does not exist" in d.text("read_file", path="nope.py")
+    d("bash", command="pkill -f toolbox_server; sleep 0.2")
+    assert "def add" in d.text("read_file", path="calc.py")  # reinstalled under set -e
+    assert not d.done and "ok" in d.text("bash", command="echo ok")
