@@ -364,10 +364,11 @@ class LongOutputCondenser(Hook):
                 h, t = 1, 1
             where = ""
             if self.params["save_full"]:
-                path = f"/tmp/.ha-outputs/turn-{ctx.turn}-{len(ctx.fired.get(self.name, {}).get('reasons', []))}.txt"
+                name = f"turn-{ctx.turn}-{len(ctx.fired.get(self.name, {}).get('reasons', []))}.txt"
                 try:
-                    if ctx.toolbox.call("create_file", {"path": path, "content": m["content"], "overwrite": True}).ok:
-                        where = f" The full output is in {path}: read parts of it with read_file or grep."
+                    res = ctx.toolbox.call("save_output", {"name": name, "content": m["content"]})
+                    if res.ok:
+                        where = f" The full output is in {res.output}: read parts of it with read_file or grep."
                 except ToolboxError:
                     pass
             cut = len(lines) - h - t

@@ -370,6 +370,16 @@ class Toolbox(object):
         import hashlib
         return "", {"fingerprint": hashlib.sha1(b"\0".join(parts)).hexdigest(), "clean": not out}
 
+    def op_save_output(self, args):
+        """Keep a long tool output inside the sandbox, next to the toolbox, for later reading."""
+        d = os.path.join(os.path.dirname(self.state_dir), ".ha-outputs")
+        if not os.path.isdir(d):
+            os.makedirs(d)
+        path = os.path.join(d, os.path.basename(str(args.get("name") or "output.txt")))
+        with open(path, "wb") as f:
+            f.write(str(args.get("content", "")).encode("utf-8", "surrogateescape"))
+        return path, {"path": path}
+
     def op_select_tests(self, args):
         import toolbox_tests
         return toolbox_tests.select(self, args)

@@ -80,7 +80,9 @@ def render_run(result: RunResult) -> str:
 
 
 def _shell(ctx: ToolContext, command: str, timeout: float) -> ToolOutput:
-    before = _fingerprint(ctx) if ctx.state.track_edits else None
+    # The fingerprint after the previous shell command is still valid unless a file tool edited
+    # since (ToolsWrapper clears it then): one git status per command instead of two.
+    before = (ctx.state.fingerprint or _fingerprint(ctx)) if ctx.state.track_edits else None
     result = ctx.sandbox.run(command, timeout=timeout)
     out = ToolOutput(render_run(result), ok=result.exit_code == 0 and not result.timed_out,
                      tested=looks_like_test_run(command), data={"exit_code": result.exit_code, "timed_out": result.timed_out})

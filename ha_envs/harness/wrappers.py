@@ -25,7 +25,7 @@ from .parsers import ToolCallParser, format_instructions
 from .spec import HarnessSpec, load_spec, resolved_params
 from .state import EpisodeState, Step, digest
 from .toolbox import ToolboxClient
-from .tools import TOOLS, Tool, ToolContext, ToolOutput
+from .tools import TOOLS, Tool, ToolContext, ToolOutput, run_bash, run_check
 
 
 def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
@@ -99,6 +99,8 @@ class ToolsWrapper(gym.Wrapper):
         out = tool.impl(ctx, call.arguments, opts)
         if out.edited:
             self.harness_state.mark_edit()
+        if (out.edited or out.tested) and tool.impl not in (run_bash, run_check):
+            self.harness_state.fingerprint = None  # stale: a file tool or a test run changed the tree
         if out.tested:
             self.harness_state.mark_test()
         if not out.ok:

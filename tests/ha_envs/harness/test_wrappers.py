@@ -165,3 +165,21 @@ def test_oracle_resolves_the_whole_suite_under_h2(tmp_path, capsys):
     assert rc == 0
     summary = json.loads((tmp_path / "h2" / "summary.json").read_text())
     assert summary["mean_pass_at_1"] == 1.0 and summary["n_tasks"] == 12, summary["per_instance"]
+
+
+def test_bad_assistant_turns_stay_in_the_history(tiny_task):
+    class Clumsy(ScriptedPolicy):
+        def act(self, observation, info):
+            self._n += 1
+            if self._n <= 2:
+                return ["I will now fix it.", {"content": "", "tool_calls": [{"function": {"name": "edit", "arguments": "{"}}]}][self._n - 1]
+            return super().act(observation, info)
+
+    rec = run_episode(tiny_task, Clumsy([ToolCall("bash", {"command": "sed -i '10s/return lo/return hi/' calc.py"})]), "h1")
+    roles = [(m["role"], m.get("source")) for m in rec["messages"]]
+    first_bad = roles.index(("assistant", "policy"))
+    assert rec["messages"][first_bad]["content"] == "I will now fix it."
+    assert rec["messages"][first_bad + 1]["error_kind"] == "no_call"
+    assert rec["messages"][first_bad + 2]["tool_calls"][0]["function"]["name"] == "edit"
+    assert rec["messages"][first_bad + 3]["error_kind"] == "bad_json"
+    assert rec["resolved"] and rec["tool_counts"]["format_error"] == 2
