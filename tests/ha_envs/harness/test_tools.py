@@ -194,3 +194,63 @@ def test_agent_set_e_breaks_neither_the_shell_nor_the_tools(drive):
     d("bash", command="pkill -f toolbox_server; sleep 0.2")
     assert "def add" in d.text("read_file", path="calc.py")  # reinstalled under set -e
     assert not d.done and "ok" in d.text("bash", command="echo ok")
+
+
+def _repo(tmp_path, files):
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("files,lang,paths,expect", [
+    ({"tests/runtests.py": "", "tests/forms_tests/test_fields.py": ""}, "python", ["tests/forms_tests/test_fields.py"],
+     ("python tests/runtests.py --verbosity 2 'forms_tests.test_fields'", "django runtests.py")),
+    ({"bin/test": "", "sympy/core/tests/test_basic.py": ""}, "python", ["sympy/core/tests/test_basic.py"],
+     ("python bin/test 'sympy/core/tests/test_basic.py'", "bin/test")),
+    ({"pkg/tests/test_a.py": "import unittest\n"}, "python", ["pkg/tests/test_a.py"],
+     ("python -m unittest -v 'pkg.tests.test_a'", "unittest")),
+    ({"setup.cfg": "[tool:pytest]\n", "tests/test_a.py": "import unittest\n"}, "python", ["tests/test_a.py"],
+     ("python -m pytest -q -p no:cacheprovider 'tests/test_a.py'", "pytest")),
+    ({"package.json": '{"scripts": {"test": "jest"}}', "src/a.test.js": "test('x', () => {})"}, "javascript",
+     ["src/a.test.js"], ("npm test --silent -- 'src/a.test.js'", "npm test")),
+    ({"package.json": "{}", "test/a.test.mjs": "import test from 'node:test'"}, "javascript", ["test/a.test.mjs"],
+     ("node --test 'test/a.test.mjs'", "node --test")),
+    ({"go.mod": "module x", "ledger/ledger_test.go": ""}, "go", ["ledger/ledger_test.go"],
+     ("go test -count=1 './ledger'", "go test")),
+    ({"Cargo.toml": "", "tests/parse.rs": ""}, "rust", ["tests/parse.rs"], ("cargo test --offline --test 'parse'", "cargo test")),
+])
+def test_runner_choice_per_project_layout(tmp_path, files, lang, paths, expect):
+    """The command run_tests builds for each runner it knows (the in-sandbox module, imported here)."""
+    import importlib.util
+    from pathlib import Path
+    import ha_envs.harness as h
+    spec = importlib.util.spec_from_file_location("toolbox_tests", Path(h.__file__).parent / "toolbox_tests.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    root = _repo(tmp_path, files)
+    assert mod.build_command(root, lang, [(p, 1, []) for p in paths], []) == expect
+
+
+def test_run_tests_through_a_django_style_runner(drive, tmp_path):
+    """A real tests/runtests.py (it runs unittest labels, as Django's does) is found and used."""
+    from ha_envs.task import Task, TestSpec
+    repo = tmp_path / "dj"
+    _repo(repo, {
+        "shop/pricing.py": "def total(xs):\n    return sum(xs)\n",
+        "tests/runtests.py": "import sys, unittest\nsys.path[:0] = ['.', 'tests']\n"
+                             "suite = unittest.defaultTestLoader.loadTestsFromNames([a for a in sys.argv[1:] if not a.startswith('-') and not a.isdigit()])\n"
+                             "sys.exit(not unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful())\n",
+        "tests/pricing_tests/__init__.py": "",
+        "tests/pricing_tests/test_pricing.py": "import unittest\nfrom shop.pricing import total\n\n\n"
+                                              "class T(unittest.TestCase):\n    def test_total(self):\n        self.assertEqual(total([1, 2]), 3)\n",
+        "shop/__init__.py": "",
+    })
+    task = Task(instance_id="dj", benchmark="test", language="python", problem_statement="-",
+                tests=TestSpec("", (), (), "python tests/runtests.py", "pytest"), source_dir=repo)
+    d = drive(task=task)
+    d("edit_file", path="shop/pricing.py", old_str="return sum(xs)", new_str="return sum(xs)  # exact")
+    out = d.text("run_tests")
+    assert "Runner: django runtests.py" in out and "'pricing_tests.test_pricing'" in out
+    assert "test_total" in out and "OK" in out and "<returncode>0</returncode>" in out
