@@ -25,57 +25,71 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.sandbox import SandboxError
 from ha_envs.task import Task
 
-from .policies import Policy, make_policy
+from .llm.base import LLMClient
+from .llm.openai_http import OpenAIClient, parse_model_spec
+from .llm.scripted import PolicyClient, ReplayClient
+from .loop import AgentLoop, LoopConfig, Trajectory
+from .policies import POLICIES, Policy, make_policy
 
 
-def run_episode(task: Task, policy: Policy, harness: "str | HarnessSpec" = "h0", sandbox: str = "local",
-                env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One episode; returns its trajectory record (never raises for a sandbox failure)."""
+def make_agent(spec: str) -> LLMClient:
+    """An agent by name: ``oracle`` / ``null`` (scripted policies), ``openai:NAME@URL``,
+    ``replay:TRAJECTORIES.jsonl``, ``hf:PATH`` (a local transformers model)."""
+    if spec in POLICIES:
+        return PolicyClient(make_policy(spec))
+    if spec.startswith("openai:"):
+        return OpenAIClient(parse_model_spec(spec))
+    if spec.startswith("replay:"):
+        return ReplayClient(spec[len("replay:"):])
+    if spec.startswith("hf:"):
+        from .llm.hf import TransformersClient
+
+        return TransformersClient(spec[len("hf:"):])
+    raise ValueError(f"unknown model {spec!r}: use oracle, null, openai:NAME@URL, replay:FILE or hf:PATH")
+
+
+def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
+                sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
+                loop: AgentLoop | None = None) -> dict[str, Any]:
+    """One episode through the AgentLoop; returns its trajectory record (never raises for a
+    sandbox or model failure: those end masked)."""
     harness = load_spec(harness)
-    env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
-    messages: list[dict[str, Any]] = []
+    if isinstance(agent, str):
+        agent = make_agent(agent)
+    elif not hasattr(agent, "complete"):
+        agent = PolicyClient(agent)
+    if loop is None:
+        loop = AgentLoop(agent, config=LoopConfig(max_turns=harness.limits.max_turns))
+    else:
+        loop.client = agent
     t0 = time.monotonic()
+    env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
     try:
         try:
-            obs, info = env.reset()
+            traj = loop.run(env, task)
         except SandboxError as exc:
-            return _record(task, policy, harness, messages, 0.0, {"termination": "sandbox_error", "mask_sample": True,
-                                                                 "error": str(exc)}, t0)
-        messages.extend(obs)
-        policy.start(task, info)
-        reward = 0.0
-        while True:
-            action = policy.act(obs, info)
-            messages.append(_assistant(action))
-            obs, reward, terminated, truncated, info = env.step(action)
-            messages.extend(obs)
-            if terminated or truncated:
-                break
-        return _record(task, policy, harness, messages, reward, info, t0)
+            traj = Trajectory(instance_id=task.instance_id, model=agent.name, harness=harness.name,
+                              harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
+                              info={"termination": "sandbox_error", "mask_sample": True, "error": str(exc)})
+        return _record(task, agent.name, harness, traj, t0)
     finally:
         env.close()
 
 
-def _assistant(action: Any) -> dict[str, Any]:
-    if isinstance(action, dict):
-        return {"role": "assistant", "content": action.get("content") or "", "tool_calls": action.get("tool_calls"),
-                "source": "policy", "trainable": True}
-    return {"role": "assistant", "content": action, "source": "policy", "trainable": True}
-
-
-def _record(task: Task, policy: Policy, harness: HarnessSpec, messages: list, reward: float, info: dict,
-            t0: float) -> dict[str, Any]:
+def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> dict[str, Any]:
+    info = traj.info
     grade = info.get("grade") or {}
     return {
         "instance_id": task.instance_id,
         "benchmark": task.benchmark,
-        "policy": policy.name,
+        "policy": model,
+        "model": model,
         "harness": harness.name,
-        "harness_hash": info.get("harness_hash", harness.hash),
-        "reward": reward,
+        "harness_hash": traj.harness_hash or harness.hash,
+        "reward": traj.reward,
         "resolved": bool(grade.get("resolved", False)),
-        "termination": info.get("termination"),
-        "mask_sample": bool(info.get("mask_sample", False)),
+        "termination": traj.termination,
+        "mask_sample": traj.mask_sample,
         "error": info.get("error", ""),
         "turns": info.get("turn", 0),
         "tool_counts": info.get("tool_counts", {}),
@@ -83,10 +97,16 @@ def _record(task: Task, policy: Policy, harness: HarnessSpec, messages: list, re
         "edits": info.get("edits", 0),
         "test_runs": info.get("test_runs", 0),
         "delivery": info.get("delivery"),
-        "timings": info.get("timings", {}),
+        "timings": traj.timings,
         "patch": info.get("patch", ""),
         "grade": grade,
-        "messages": messages,
+        "messages": traj.messages,
+        "model_calls": traj.model_calls,
+        "token_ids": traj.token_ids,
+        "loss_mask": traj.loss_mask,
+        "logprobs": traj.logprobs,
+        "token_error": traj.token_error,
+        "skill": traj.skill,
         "duration_s": round(time.monotonic() - t0, 3),
         "grader_version": GRADER_VERSION,
         "task_fingerprint": task.fingerprint(),
@@ -175,7 +195,7 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
     todo = [(t, r) for r in range(1, runs + 1) for t in tasks if (t.instance_id, r) not in done]
 
     def work(task: Task, run: int) -> dict[str, Any]:
-        record = run_episode(task, make_policy(policy), harness, sandbox, env_kwargs)
+        record = run_episode(task, make_agent(policy), harness, sandbox, env_kwargs)
         record["run"] = run
         log.append(record)
         return record

@@ -139,7 +139,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"[{count[0]}/{total}] run {rec['run']} {rec['instance_id']}: {mark} ({rec['duration_s']:.1f}s)",
               file=sys.stderr, flush=True)
 
-    summary = evaluate(tasks, policy=args.policy, harness=spec, runs=args.runs, out_dir=args.out,
+    summary = evaluate(tasks, policy=args.model or args.policy or "oracle", harness=spec, runs=args.runs, out_dir=args.out,
                        sandbox=args.sandbox, workers=args.workers, progress=progress,
                        env_kwargs={"max_turns": args.max_turns})
     print(summary.markdown())
@@ -166,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="run a policy under a harness and report pass@1")
     _add_source(p)
-    p.add_argument("--policy", default="oracle", help="oracle | null")
+    p.add_argument("--model", default=None,
+                   help="oracle | null | openai:NAME@URL | replay:TRAJECTORIES.jsonl | hf:PATH (default oracle)")
+    p.add_argument("--policy", default=None, help="alias of --model for the scripted policies")
     p.add_argument("--harness", default="h0", help="preset name (see `ha harness list`) or a YAML/JSON spec path")
     p.add_argument("--without", action="append", default=[], metavar="COMPONENT",
                    help="ablation: drop this tool or hook from the harness (repeatable)")

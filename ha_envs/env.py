@@ -26,8 +26,8 @@ from .sandbox import Sandbox, SandboxError, make_sandbox
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
-                "sandbox_error", "grading_error")
-MASKED = {"sandbox_error", "grading_error"}
+                "sandbox_error", "grading_error", "model_error")
+MASKED = {"sandbox_error", "grading_error", "model_error"}
 
 SYSTEM_PROMPT = """You are an expert software engineer fixing an issue in the repository at {workdir}.
 You act through a bash shell that keeps its state (cwd, exported variables) between commands.
@@ -251,6 +251,15 @@ class RepairEnv(gym.Env):
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
         return obs or [], report.reward, terminated, not terminated, info
+
+    def end(self, reason: str = "context_limit"):
+        """End the episode from outside (the agent loop ran out of context): truncated, graded as
+        it stands when ``grade_on_truncation``."""
+        if self._done:
+            raise EpisodeOverError("the episode is over (or never started): call reset() first")
+        if reason not in TERMINATIONS:
+            raise ValueError(f"unknown termination {reason!r}; known: {', '.join(TERMINATIONS)}")
+        return self._finish(reason, terminated=False)
 
     def abort(self, error: str, reason: str = "sandbox_error"):
         """End the episode for an infrastructure fault found by a harness layer (a tool's or a

@@ -1,0 +1,107 @@
+"""Deterministic models for tests and debugging: a fixed script, a replay of a recorded
+trajectory, or a scripted policy (oracle, null) seen as a model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from ha_envs.task import Task
+
+from .base import Completion, LLMError
+
+Response = "str | dict[str, Any] | Callable[[list[dict[str, Any]]], str | dict[str, Any]]"
+SUBMIT = {"role": "assistant", "content": "", "tool_calls": [
+    {"id": "submit", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]}
+
+
+def _as_message(resp: Any) -> dict[str, Any]:
+    if isinstance(resp, str):
+        return {"role": "assistant", "content": resp}
+    if isinstance(resp, dict):
+        return {"role": "assistant", **{k: v for k, v in resp.items() if k != "role"}}
+    raise TypeError(f"a scripted response must be text or a message dict, got {type(resp).__name__}")
+
+
+class ScriptedClient:
+    """Answers with ``responses`` in order (each text, a message dict, or a function of the
+    conversation); then submits, or raises when ``strict``."""
+
+    def __init__(self, responses: list[Any], name: str = "scripted", strict: bool = False,
+                 tokenizer: Any = None, eos: str | None = "<|im_end|>") -> None:
+        self.responses = list(responses)
+        self.name = name
+        self.strict = strict
+        self.tokenizer = tokenizer
+        """With a ``tokenizers.Tokenizer``, completions carry token ids (as a local model's would),
+        ending with the ``eos`` token when the tokenizer has it."""
+        self.eos_id = tokenizer.token_to_id(eos) if tokenizer is not None and eos else None
+        self.calls = 0
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 prompt_ids: list[int] | None = None) -> Completion:
+        i = self.calls
+        self.calls += 1
+        if i < len(self.responses):
+            resp = self.responses[i]
+            msg = _as_message(resp(messages) if callable(resp) else resp)
+        elif self.strict:
+            raise LLMError(f"{self.name}: the script has only {len(self.responses)} responses")
+        else:
+            msg = dict(SUBMIT)
+        ids = None
+        if self.tokenizer is not None:
+            ids = self.tokenizer.encode(msg.get("content") or "", add_special_tokens=False).ids
+            if self.eos_id is not None and msg.get("finish_reason", "stop") != "length":
+                ids.append(self.eos_id)
+        return Completion(message=msg, token_ids=ids, finish_reason=msg.get("finish_reason", "stop"))
+
+
+class ReplayClient(ScriptedClient):
+    """Replays the assistant messages of one recorded episode (a trajectories.jsonl line)."""
+
+    def __init__(self, path: str | Path, instance_id: str | None = None, run: int = 1) -> None:
+        self.path = Path(path)
+        self.records = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        if not self.records:
+            raise LLMError(f"{path}: no trajectories to replay")
+        super().__init__([], name=f"replay:{self.path.name}", strict=True)
+        self.run = run
+        if instance_id is not None:
+            self.start_instance(instance_id)
+
+    def start_instance(self, instance_id: str) -> None:
+        recs = [r for r in self.records if r["instance_id"] == instance_id and int(r.get("run", 1)) == self.run]
+        if not recs:
+            raise LLMError(f"{self.path}: no trajectory of {instance_id} (run {self.run}) to replay")
+        self.responses = [{k: v for k, v in m.items() if k in ("content", "tool_calls", "finish_reason")}
+                          for m in recs[0]["messages"] if m["role"] == "assistant"]
+        self.calls = 0
+
+    def start(self, task: Task, info: dict[str, Any]) -> None:
+        self.start_instance(task.instance_id)
+
+
+class PolicyClient:
+    """A scripted policy (``oracle``, ``null``) behind the client protocol, so every episode runs
+    through the same AgentLoop."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self._info: dict[str, Any] = {}
+        self._seen = 0
+
+    def start(self, task: Task, info: dict[str, Any]) -> None:
+        self._info = info
+        self._seen = 0
+        self.policy.start(task, info)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 prompt_ids: list[int] | None = None) -> Completion:
+        new = [m for m in messages[self._seen:] if m["role"] != "assistant"]
+        self._seen = len(messages) + 1
+        action = self.policy.act(new, self._info)
+        msg = _as_message(action)
+        return Completion(message=msg, finish_reason="stop")

@@ -1,0 +1,156 @@
+"""AgentLoop: one episode of a (harness-wrapped) repair env and a model.
+
+Two modes:
+
+- **Token mode** (a ``ChatTemplate`` and a ``tokenizers.Tokenizer`` are given): the first prompt is
+  rendered and tokenised once (loss mask 0); each turn the model continues the exact prompt ids,
+  its generated ids are appended as they came (mask 1, with their logprobs), and only the
+  observation delta is rendered and tokenised (mask 0). What the model produced is never
+  re-tokenised: a completion without token ids ends token tracking for the episode
+  (``trajectory.token_error`` says why) instead of guessing them.
+- **Chat mode** (no template): the backend renders the conversation (hosted APIs); the trajectory
+  keeps the messages and any per-turn ids the server returned.
+
+Limits: ``max_turns`` (also enforced by the env) and ``context_tokens`` (token mode): reaching it
+ends the episode as truncated with termination ``context_limit`` (graded as it stands).
+A model that fails for good (retries exhausted) ends it with ``model_error``, masked.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from ha_envs.env import RepairEnv
+from ha_envs.task import Task
+
+from .chat_template import ChatTemplate
+from .llm.base import Completion, LLMClient, LLMError
+
+
+@dataclass
+class LoopConfig:
+    max_turns: int = 60
+    """Turn cap (the env's harness limit applies too; the smaller wins)."""
+    context_tokens: int = 65536
+    """Token budget of the whole conversation in token mode."""
+
+
+@dataclass
+class Trajectory:
+    instance_id: str
+    model: str
+    harness: str = ""
+    harness_hash: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float | None] = field(default_factory=list)
+    token_error: str = ""
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Per model call: finish_reason, completion tokens, HTTP attempts, latency."""
+    reward: float = 0.0
+    termination: str | None = None
+    mask_sample: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    skill: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class AgentLoop:
+    def __init__(self, client: LLMClient, template: ChatTemplate | None = None, tokenizer: Any = None,
+                 config: LoopConfig | None = None) -> None:
+        if (template is None) != (tokenizer is None):
+            raise ValueError("token mode needs both a chat template and a tokenizer")
+        self.client = client
+        self.template = template
+        self.tokenizer = tokenizer
+        self.config = config or LoopConfig()
+        self._eos_id = tokenizer.token_to_id(template.eos) if tokenizer is not None and template is not None else None
+        if tokenizer is not None and self._eos_id is None:
+            raise ValueError(f"the tokenizer has no token for the template's end of turn {template.eos!r}")
+
+    @property
+    def token_mode(self) -> bool:
+        return self.template is not None
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def _append(self, traj: Trajectory, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
+        traj.token_ids.extend(ids)
+        traj.loss_mask.extend([mask] * len(ids))
+        traj.logprobs.extend(logprobs if logprobs is not None and len(logprobs) == len(ids) else [None] * len(ids))
+
+    def run(self, env: gym.Env, task: Task | None = None, seed: int | None = None) -> Trajectory:
+        t0 = time.monotonic()
+        options = {"task": task} if task is not None else None
+        obs, info = env.reset(seed=seed, options=options)
+        base: RepairEnv = env.unwrapped  # type: ignore[assignment]
+        traj = Trajectory(instance_id=info["instance_id"], model=self.client.name, harness=info.get("harness", ""),
+                          harness_hash=info.get("harness_hash", ""))
+        tools = info.get("tools") or []
+        traj.messages.extend(obs)
+        if hasattr(self.client, "start") and base.task is not None:
+            self.client.start(base.task, info)
+        tracking = self.token_mode
+        if tracking:
+            self._append(traj, self._encode(self.template.prompt(traj.messages, tools)), 0)
+        model_s = 0.0
+        turns = 0
+        while True:
+            if turns >= self.config.max_turns:
+                obs, reward, term, trunc, info = base.end("max_turns")
+                traj.messages.extend(obs)
+                break
+            if tracking and len(traj.token_ids) >= self.config.context_tokens:
+                obs, reward, term, trunc, info = base.end("context_limit")
+                traj.messages.extend(obs)
+                break
+            t1 = time.monotonic()
+            try:
+                comp: Completion = self.client.complete(traj.messages, tools,
+                                                        prompt_ids=list(traj.token_ids) if tracking else None)
+            except LLMError as exc:
+                obs, reward, term, trunc, info = base.abort(str(exc), reason="model_error")
+                traj.messages.extend(obs)
+                break
+            model_s += time.monotonic() - t1
+            turns += 1
+            msg = dict(comp.message, role="assistant", source="policy", trainable=True)
+            traj.messages.append(msg)
+            traj.model_calls.append({"finish_reason": comp.finish_reason, "completion_tokens": len(comp.token_ids or []),
+                               "attempts": comp.attempts, "latency_s": round(comp.latency_s, 4),
+                               "token_ids": None if tracking else comp.token_ids})
+            closed = False
+            if tracking:
+                if comp.token_ids is None:
+                    tracking = False
+                    traj.token_error = (f"turn {turns}: the backend returned no token ids; token tracking stopped "
+                                        "(ids are never rebuilt by re-tokenising the model's text)")
+                else:
+                    ids = list(comp.token_ids)
+                    closed = bool(ids) and ids[-1] == self._eos_id
+                    if not closed and comp.finish_reason == "stop":
+                        ids.append(self._eos_id)  # the backend dropped the stop token it generated
+                        closed = True
+                    self._append(traj, ids, 1, comp.logprobs)
+            action = {k: v for k, v in comp.message.items() if k in ("content", "tool_calls", "finish_reason")}
+            obs, reward, term, trunc, info = env.step(action)
+            traj.messages.extend(obs)
+            if term or trunc:
+                break
+            if tracking:
+                self._append(traj, self._encode(self.template.delta(obs, closed)), 0)
+        traj.reward = float(reward)
+        traj.termination = info.get("termination")
+        traj.mask_sample = bool(info.get("mask_sample", False))
+        traj.info = {k: v for k, v in info.items() if k not in ("timings",)}
+        traj.timings = dict(info.get("timings") or {}, model_s=round(model_s, 4), episode_s=round(time.monotonic() - t0, 4))
+        return traj
