@@ -30,6 +30,7 @@ from .llm.openai_http import OpenAIClient, parse_model_spec
 from .llm.scripted import PolicyClient, ReplayClient
 from .loop import AgentLoop, LoopConfig, Trajectory
 from .policies import POLICIES, Policy, make_policy
+from .trajectory import write_traj_json
 
 
 def make_agent(spec: str) -> LLMClient:
@@ -206,8 +207,10 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
             rec = fut.result()
             if progress:
                 progress(rec)
-    summary = summarize(log.records, [t.instance_id for t in tasks], runs, policy, spec.name, spec.hash)
-    write_predictions(log.records, out, runs, policy)
+    model_name = make_agent(policy).name
+    summary = summarize(log.records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)
+    write_predictions(log.records, out, runs, model_name)
+    write_traj_json([r for r in log.records if r["instance_id"] in {t.instance_id for t in tasks}], out)
     (out / "summary.json").write_text(json.dumps(summary.__dict__, indent=2) + "\n")
     return summary
 

@@ -148,6 +148,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ha_agents.compare import compare
+
+    result = compare(args.run_a, args.run_b, samples=args.samples, seed=args.seed)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        (out / "compare.md").write_text(result.markdown() + "\n")
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.markdown())
+    return 0
+
+
+def cmd_show_trajectory(args: argparse.Namespace) -> int:
+    from ha_agents.trajectory import load_trajectory, render_html, render_text
+
+    rec = load_trajectory(args.file, instance_id=args.instance, run=args.run)
+    if args.html:
+        Path(args.html).write_text(render_html(rec))
+        print(f"wrote {args.html}")
+    else:
+        print(render_text(rec))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ha", description="harnessadapt: repair environments, harnesses, evaluation")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -178,6 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("compare", help="paired difference of two eval runs with a 95% bootstrap CI")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--samples", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", help="also write compare.json and compare.md here")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("show-trajectory", help="render one episode (text, or --html OUT)")
+    p.add_argument("file", help="trajectories.jsonl (or a traj.json)")
+    p.add_argument("--instance", help="which episode (default: the first)")
+    p.add_argument("--run", type=int, default=None)
+    p.add_argument("--html", metavar="OUT")
+    p.set_defaults(func=cmd_show_trajectory)
 
     harness = sub.add_parser("harness", help="inspect and compare harness specs").add_subparsers(
         dest="harness_command", required=True)

@@ -1,0 +1,58 @@
+"""End to end through real HTTP: `ha eval --model openai:fake@URL --harness h2` on the bundled suite."""
+
+from __future__ import annotations
+
+import json
+
+from ha_agents.llm.fake_server import FakeOpenAIServer
+from ha_agents.policies import OraclePolicy
+from ha_cli.main import main
+from ha_envs.actions import ToolCall
+from ha_envs.harness import load_spec
+from ha_envs.loaders import load_suite
+
+RIGHT = ("mini__ttl_cache", "mini__js_template")
+WRONG = ("mini__semver_ranges",)
+
+
+def scripts():
+    h2 = {"tools": [{"function": {"name": n}} for n in load_spec("h2").tool_names]}
+    out = {}
+    for task in load_suite("mini"):
+        if task.instance_id in RIGHT:
+            plan = OraclePolicy().plan(task, h2)
+        elif task.instance_id in WRONG:  # a plausible but wrong fix: edits the README, never the code
+            plan = [ToolCall("read_file", {"path": "README.md", "start_line": 1, "end_line": 5}),
+                    ToolCall("edit_file", {"path": "README.md", "old_str": "\n", "new_str": "\n\n"}),
+                    ToolCall("submit", {})]
+        else:
+            continue
+        out[task.problem_statement.strip()[:200]] = plan
+    return out
+
+
+def test_ha_eval_through_http_resolves_exactly_the_right_scripts(tmp_path, capsys):
+    plans = scripts()
+
+    def respond(body):
+        task_text = body["messages"][1]["content"]
+        plan = next(p for key, p in plans.items() if key in task_text)
+        step = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        call = plan[step] if step < len(plan) else ToolCall("submit", {})
+        return {"tool_calls": [{"id": f"call_{step}", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}]}
+
+    with FakeOpenAIServer(respond) as srv:
+        out = tmp_path / "http"
+        rc = main(["eval", "--suite", "mini", "--instances", *RIGHT, *WRONG, "--model", f"openai:fake@{srv.url}",
+                   "--harness", "h2", "--workers", "2", "--out", str(out)])
+        assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["per_instance"] == {**{i: [True] for i in RIGHT}, **{i: [False] for i in WRONG}}
+    assert summary["model"] == "fake" and summary["harness_hash"] == load_spec("h2").hash
+    recs = {json.loads(l)["instance_id"]: json.loads(l) for l in (out / "trajectories.jsonl").read_text().splitlines()}
+    wrong = recs[WRONG[0]]
+    assert wrong["termination"] == "submitted" and wrong["grade"]["status"] == "unresolved"
+    assert wrong["hooks"]["submit_gate"]["count"] == 1  # untested submission refused once, through HTTP too
+    assert all(c["attempts"] == 1 for r in recs.values() for c in r["model_calls"])
+    preds = [json.loads(l) for l in (out / "predictions.jsonl").read_text().splitlines()]
+    assert {p["instance_id"] for p in preds} == set(RIGHT) | set(WRONG) and all(p["model_name_or_path"] == "fake" for p in preds)
