@@ -140,7 +140,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
 
     summary = evaluate(tasks, policy=args.model or args.policy or "oracle", harness=spec, runs=args.runs, out_dir=args.out,
-                       sandbox=args.sandbox, workers=args.workers, progress=progress,
+                       sandbox=args.sandbox, workers=args.workers, progress=progress, executor=args.executor,
                        env_kwargs={"max_turns": args.max_turns})
     print(summary.markdown())
     print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
@@ -199,7 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ablation: drop this tool or hook from the harness (repeatable)")
     p.add_argument("--sandbox", default="local")
     p.add_argument("--runs", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1, help="episodes in flight at once")
+    p.add_argument("--executor", choices=["threads", "ray"], default="threads",
+                   help="threads on this machine, or Ray tasks (RAY_ADDRESS, else a local Ray)")
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)

@@ -1,0 +1,100 @@
+"""One episode: a model (or scripted policy) on a harness-wrapped repair env, through the
+AgentLoop, as a trajectory record (the line format of ``trajectories.jsonl``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ha_envs import make
+from ha_envs.grading import GRADER_VERSION
+from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.sandbox import SandboxError
+from ha_envs.task import Task
+
+from .llm.base import LLMClient
+from .llm.openai_http import OpenAIClient, parse_model_spec
+from .llm.scripted import PolicyClient, ReplayClient
+from .loop import AgentLoop, LoopConfig, Trajectory
+from .policies import POLICIES, Policy, make_policy
+
+
+def make_agent(spec: str) -> LLMClient:
+    """An agent by name: ``oracle`` / ``null`` (scripted policies), ``openai:NAME@URL``,
+    ``replay:TRAJECTORIES.jsonl``, ``hf:PATH`` (a local transformers model)."""
+    if spec in POLICIES:
+        return PolicyClient(make_policy(spec))
+    if spec.startswith("openai:"):
+        return OpenAIClient(parse_model_spec(spec))
+    if spec.startswith("replay:"):
+        return ReplayClient(spec[len("replay:"):])
+    if spec.startswith("hf:"):
+        from .llm.hf import TransformersClient
+
+        return TransformersClient(spec[len("hf:"):])
+    raise ValueError(f"unknown model {spec!r}: use oracle, null, openai:NAME@URL, replay:FILE or hf:PATH")
+
+
+def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
+                sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
+                loop: AgentLoop | None = None) -> dict[str, Any]:
+    """One episode through the AgentLoop; returns its trajectory record (never raises for a
+    sandbox or model failure: those end masked)."""
+    harness = load_spec(harness)
+    if isinstance(agent, str):
+        agent = make_agent(agent)
+    elif not hasattr(agent, "complete"):
+        agent = PolicyClient(agent)
+    if loop is None:
+        loop = AgentLoop(agent, config=LoopConfig(max_turns=harness.limits.max_turns))
+    else:
+        loop.client = agent
+    t0 = time.monotonic()
+    env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
+    try:
+        try:
+            traj = loop.run(env, task)
+        except SandboxError as exc:
+            traj = Trajectory(instance_id=task.instance_id, model=agent.name, harness=harness.name,
+                              harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
+                              info={"termination": "sandbox_error", "mask_sample": True, "error": str(exc)})
+        return _record(task, agent.name, harness, traj, t0)
+    finally:
+        env.close()
+
+
+def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> dict[str, Any]:
+    info = traj.info
+    grade = info.get("grade") or {}
+    return {
+        "instance_id": task.instance_id,
+        "benchmark": task.benchmark,
+        "policy": model,
+        "model": model,
+        "harness": harness.name,
+        "harness_hash": traj.harness_hash or harness.hash,
+        "reward": traj.reward,
+        "resolved": bool(grade.get("resolved", False)),
+        "termination": traj.termination,
+        "mask_sample": traj.mask_sample,
+        "error": info.get("error", ""),
+        "turns": info.get("turn", 0),
+        "tool_counts": info.get("tool_counts", {}),
+        "hooks": info.get("hooks", {}),
+        "edits": info.get("edits", 0),
+        "test_runs": info.get("test_runs", 0),
+        "delivery": info.get("delivery"),
+        "timings": traj.timings,
+        "patch": info.get("patch", ""),
+        "grade": grade,
+        "messages": traj.messages,
+        "model_calls": traj.model_calls,
+        "token_ids": traj.token_ids,
+        "loss_mask": traj.loss_mask,
+        "logprobs": traj.logprobs,
+        "token_error": traj.token_error,
+        "skill": traj.skill,
+        "duration_s": round(time.monotonic() - t0, 3),
+        "grader_version": GRADER_VERSION,
+        "task_fingerprint": task.fingerprint(),
+    }

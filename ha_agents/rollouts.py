@@ -1,0 +1,147 @@
+"""Rollout collection: tasks x group size, in parallel, streamed to JSONL, resumable.
+
+``collect(tasks, group_size, agent, harness, out)`` runs every (task, sample) episode with a bounded
+worker pool (threads here, or Ray tasks on a cluster with ``executor="ray"``). Before any episode
+starts, each task's snapshot is prepared once, so all samples of a GRPO group start from the same
+prepared copy (a reset is a copy of it, not a clone or checkout). Each record is appended and
+fsynced to ``trajectories.jsonl`` as its episode ends; a rerun skips the (task, sample) pairs already
+there. ``sample`` is the record's ``run`` field (1-based).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Callable
+
+from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.sandbox import prepare_snapshot
+from ha_envs.task import Task
+
+from .episode import run_episode
+
+
+class TrajectoryLog:
+    """Append-only JSONL; a line cut off by a killed writer is dropped (and the file mended) on open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self.records: list[dict[str, Any]] = self._load()
+
+    def _load(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        records, good_bytes = [], 0
+        with self.path.open("rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    records.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    break
+                good_bytes += len(raw)
+        if good_bytes != self.path.stat().st_size:
+            with self.path.open("r+b") as fh:
+                fh.truncate(good_bytes)
+        return records
+
+    def done(self) -> set[tuple[str, int]]:
+        return {(r["instance_id"], int(r["run"])) for r in self.records}
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=True) + "\n"
+        with self._lock:
+            with self.path.open("a") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+            self.records.append(record)
+
+
+def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox: str,
+             env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    record = run_episode(task, agent, harness, sandbox, env_kwargs)
+    record["run"] = sample
+    return record
+
+
+def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | HarnessSpec" = "h0",
+            out: Path | str | None = None, log: TrajectoryLog | None = None, sandbox: str = "local",
+            workers: int = 2, executor: str = "threads", env_kwargs: dict[str, Any] | None = None,
+            on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True) -> list[dict[str, Any]]:
+    """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
+
+    ``agent`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), so it can travel to
+    Ray workers; each episode builds its own client."""
+    spec = load_spec(harness)
+    if log is None:
+        if out is None:
+            raise ValueError("collect() needs out= (a directory) or log=")
+        Path(out).mkdir(parents=True, exist_ok=True)
+        log = TrajectoryLog(Path(out) / "trajectories.jsonl")
+    done = log.done()
+    todo = [(t, k) for t in tasks for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
+    for task in {t.instance_id: t for t, _ in todo}.values():
+        prepare_snapshot(task)  # once per task: every sample of its group copies this snapshot
+    bar = _bar(len(todo), progress_bar)
+    kw = dict(env_kwargs or {})
+
+    def finished(rec: dict[str, Any]) -> None:
+        log.append(rec)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(f"{rec['instance_id']}#{rec['run']}: {'resolved' if rec['resolved'] else rec['termination']}")
+        if on_record:
+            on_record(rec)
+
+    try:
+        if executor == "threads":
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw) for t, k in todo]
+                for fut in as_completed(futures):
+                    finished(fut.result())
+        elif executor == "ray":
+            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished)
+        else:
+            raise ValueError(f"unknown executor {executor!r}; use threads or ray")
+    finally:
+        if bar is not None:
+            bar.close()
+    ids = {t.instance_id for t in tasks}
+    return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+
+
+def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sandbox: str, kw: dict[str, Any],
+                 workers: int, finished: Callable[[dict[str, Any]], None]) -> None:
+    """Ray tasks, at most ``workers`` in flight; connects to the cluster in RAY_ADDRESS or starts a
+    local one. Records come back to this process, which alone writes the log."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False,
+                 include_dashboard=False)
+    remote = ray.remote(num_cpus=1, max_retries=2)(_episode)
+    spec_ref = ray.put(spec)
+    pending: list[Any] = []
+    queue = list(todo)
+    while queue or pending:
+        while queue and len(pending) < max(1, workers):
+            t, k = queue.pop(0)
+            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw))
+        ready, pending = ray.wait(pending, num_returns=1)
+        finished(ray.get(ready[0]))
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    if not enabled or total == 0:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="episode", dynamic_ncols=True)
