@@ -23,7 +23,7 @@ sysdeps:
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,hf]'
 	touch $@
 
 install: sysdeps $(BIN)/.installed

@@ -125,6 +125,7 @@ class RepairEnv(gym.Env):
         self.format_errors = 0
         self.tool_counts: Counter[str] = Counter()
         self.timings: dict[str, float] = {"sandbox_s": 0.0, "grade_s": 0.0, "reset_s": 0.0}
+        # wall-clock seconds: reset, commands and tools in the sandbox, grading
         self._t0 = time.monotonic()
 
     def _make_sandbox(self, task: Task) -> Sandbox:
@@ -250,6 +251,7 @@ class RepairEnv(gym.Env):
             return self._infra_failure("grading_error", str(exc), obs, patch=patch)
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
+        info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
         return obs or [], report.reward, terminated, not terminated, info
 
     def end(self, reason: str = "context_limit"):

@@ -12,6 +12,7 @@ the one place that counts turns and ends episodes.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -96,7 +97,11 @@ class ToolsWrapper(gym.Wrapper):
         base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
         assert tool.impl is not None and base.sandbox is not None and self.toolbox is not None
         ctx = ToolContext(base.sandbox, self.toolbox, self.harness_state, base._sandbox_options.get("command_timeout_s", 120.0))
-        out = tool.impl(ctx, call.arguments, opts)
+        t0 = time.monotonic()
+        try:
+            out = tool.impl(ctx, call.arguments, opts)
+        finally:
+            base.timings["sandbox_s"] += time.monotonic() - t0
         if out.edited:
             self.harness_state.mark_edit()
         if (out.edited or out.tested) and tool.impl not in (run_bash, run_check):
