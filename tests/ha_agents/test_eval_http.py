@@ -56,3 +56,19 @@ def test_ha_eval_through_http_resolves_exactly_the_right_scripts(tmp_path, capsy
     assert all(c["attempts"] == 1 for r in recs.values() for c in r["model_calls"])
     preds = [json.loads(l) for l in (out / "predictions.jsonl").read_text().splitlines()]
     assert {p["instance_id"] for p in preds} == set(RIGHT) | set(WRONG) and all(p["model_name_or_path"] == "fake" for p in preds)
+
+
+def test_replay_reproduces_a_recorded_run(tmp_path):
+    """Record oracle episodes, then replay their assistant messages as a model: same outcomes."""
+    first = tmp_path / "rec"
+    assert main(["eval", "--suite", "mini", "--instances", "mini__semver_ranges", "mini__js_template",
+                 "--model", "oracle", "--harness", "h2", "--out", str(first)]) == 0
+    again = tmp_path / "replay"
+    assert main(["eval", "--suite", "mini", "--instances", "mini__semver_ranges", "mini__js_template",
+                 "--model", f"replay:{first / 'trajectories.jsonl'}", "--harness", "h2", "--out", str(again)]) == 0
+    a = {json.loads(l)["instance_id"]: json.loads(l) for l in (first / "trajectories.jsonl").read_text().splitlines()}
+    b = {json.loads(l)["instance_id"]: json.loads(l) for l in (again / "trajectories.jsonl").read_text().splitlines()}
+    assert set(a) == set(b)
+    for iid in a:
+        assert b[iid]["resolved"] and b[iid]["patch"] == a[iid]["patch"] and b[iid]["tool_counts"] == a[iid]["tool_counts"]
+        assert b[iid]["model"].startswith("replay:")
