@@ -4,6 +4,8 @@ AgentLoop, as a trajectory record (the line format of ``trajectories.jsonl``).""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ha_envs import make
@@ -15,6 +17,7 @@ from ha_envs.task import Task
 from .llm.base import LLMClient
 from .llm.openai_http import OpenAIClient, parse_model_spec
 from .llm.scripted import PolicyClient, ReplayClient
+from .chat_template import TEMPLATES
 from .loop import AgentLoop, LoopConfig, Trajectory
 from .policies import POLICIES, Policy, make_policy
 
@@ -35,20 +38,42 @@ def make_agent(spec: str) -> LLMClient:
     raise ValueError(f"unknown model {spec!r}: use oracle, null, openai:NAME@URL, replay:FILE or hf:PATH")
 
 
+@dataclass(frozen=True)
+class TokenMode:
+    """Run the AgentLoop token-faithfully: a chat template by name and a tokenizer file
+    (``tokenizer.json``, or a model directory holding one). Plain data, so it travels to Ray workers."""
+
+    template: str = "chatml"
+    tokenizer: str = ""
+    context_tokens: int = 65536
+
+    def loop(self, client: LLMClient, max_turns: int) -> AgentLoop:
+        from tokenizers import Tokenizer
+
+        if self.template not in TEMPLATES:
+            raise ValueError(f"unknown chat template {self.template!r}; available: {', '.join(TEMPLATES)}")
+        path = Path(self.tokenizer)
+        path = path / "tokenizer.json" if path.is_dir() else path
+        if not path.is_file():
+            raise ValueError(f"no tokenizer file at {path}")
+        return AgentLoop(client, TEMPLATES[self.template], Tokenizer.from_file(str(path)),
+                         LoopConfig(max_turns=max_turns, context_tokens=self.context_tokens))
+
+
 def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
                 sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
-                loop: AgentLoop | None = None) -> dict[str, Any]:
-    """One episode through the AgentLoop; returns its trajectory record (never raises for a
-    sandbox or model failure: those end masked)."""
+                token_mode: TokenMode | None = None) -> dict[str, Any]:
+    """One episode through the AgentLoop (token-faithful when ``token_mode`` is given); returns its
+    trajectory record (never raises for a sandbox or model failure: those end masked)."""
     harness = load_spec(harness)
     if isinstance(agent, str):
         agent = make_agent(agent)
     elif not hasattr(agent, "complete"):
         agent = PolicyClient(agent)
-    if loop is None:
-        loop = AgentLoop(agent, config=LoopConfig(max_turns=harness.limits.max_turns))
+    if token_mode is not None:
+        loop = token_mode.loop(agent, harness.limits.max_turns)
     else:
-        loop.client = agent
+        loop = AgentLoop(agent, config=LoopConfig(max_turns=harness.limits.max_turns))
     t0 = time.monotonic()
     env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
     try:

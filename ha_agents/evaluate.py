@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.task import Task
 
-from .episode import make_agent, run_episode
+from .episode import TokenMode, make_agent, run_episode
 from .rollouts import TrajectoryLog, collect
 from .trajectory import write_traj_json
 
@@ -51,7 +51,8 @@ class EvalSummary:
 def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0", runs: int = 1,
              out_dir: Path | str = "runs/eval", sandbox: str = "local", workers: int = 1,
              env_kwargs: dict[str, Any] | None = None,
-             progress: Callable[[dict[str, Any]], None] | None = None, executor: str = "threads") -> EvalSummary:
+             progress: Callable[[dict[str, Any]], None] | None = None, executor: str = "threads",
+             token_mode: TokenMode | None = None) -> EvalSummary:
     kw = dict(env_kwargs or {})
     spec = load_spec(harness).with_limits(kw.pop("max_turns", None), kw.pop("command_timeout_s", None),
                                           kw.pop("max_format_errors", None))
@@ -65,7 +66,7 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
                          f"this run's harness {spec.name} has hash {spec.hash}: use another --out")
     spec.save(out / "harness.yaml")
     collect(tasks, group_size=runs, agent=policy, harness=spec, log=log, sandbox=sandbox, workers=workers,
-            executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=False)
+            executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=False, token_mode=token_mode)
     model_name = make_agent(policy).name
     summary = summarize(log.records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)
     write_predictions(log.records, out, runs, model_name)

@@ -21,7 +21,7 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.sandbox import prepare_snapshot
 from ha_envs.task import Task
 
-from .episode import run_episode
+from .episode import TokenMode, run_episode
 
 
 class TrajectoryLog:
@@ -64,8 +64,8 @@ class TrajectoryLog:
 
 
 def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox: str,
-             env_kwargs: dict[str, Any]) -> dict[str, Any]:
-    record = run_episode(task, agent, harness, sandbox, env_kwargs)
+             env_kwargs: dict[str, Any], token_mode: TokenMode | None = None) -> dict[str, Any]:
+    record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode)
     record["run"] = sample
     return record
 
@@ -73,7 +73,8 @@ def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox:
 def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | HarnessSpec" = "h0",
             out: Path | str | None = None, log: TrajectoryLog | None = None, sandbox: str = "local",
             workers: int = 2, executor: str = "threads", env_kwargs: dict[str, Any] | None = None,
-            on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True) -> list[dict[str, Any]]:
+            on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
+            token_mode: TokenMode | None = None) -> list[dict[str, Any]]:
     """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
 
     ``agent`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), so it can travel to
@@ -102,11 +103,11 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
     try:
         if executor == "threads":
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw) for t, k in todo]
+                futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw, token_mode) for t, k in todo]
                 for fut in as_completed(futures):
                     finished(fut.result())
         elif executor == "ray":
-            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished)
+            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode)
         else:
             raise ValueError(f"unknown executor {executor!r}; use threads or ray")
     finally:
@@ -117,7 +118,7 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
 
 
 def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sandbox: str, kw: dict[str, Any],
-                 workers: int, finished: Callable[[dict[str, Any]], None]) -> None:
+                 workers: int, finished: Callable[[dict[str, Any]], None], token_mode: TokenMode | None) -> None:
     """Ray tasks, at most ``workers`` in flight; connects to the cluster in RAY_ADDRESS or starts a
     local one. Records come back to this process, which alone writes the log."""
     import ray
@@ -132,7 +133,7 @@ def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sa
     while queue or pending:
         while queue and len(pending) < max(1, workers):
             t, k = queue.pop(0)
-            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw))
+            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode))
         ready, pending = ray.wait(pending, num_returns=1)
         finished(ray.get(ready[0]))
 

@@ -139,7 +139,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"[{count[0]}/{total}] run {rec['run']} {rec['instance_id']}: {mark} ({rec['duration_s']:.1f}s)",
               file=sys.stderr, flush=True)
 
+    from ha_agents.episode import TokenMode
+
+    token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens) if args.tokenizer else None
     summary = evaluate(tasks, policy=args.model or args.policy or "oracle", harness=spec, runs=args.runs, out_dir=args.out,
+                       token_mode=token_mode,
                        sandbox=args.sandbox, workers=args.workers, progress=progress, executor=args.executor,
                        env_kwargs={"max_turns": args.max_turns})
     print(summary.markdown())
@@ -203,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", choices=["threads", "ray"], default="threads",
                    help="threads on this machine, or Ray tasks (RAY_ADDRESS, else a local Ray)")
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
+    p.add_argument("--tokenizer", default="", help="token mode: tokenizer.json (or a model dir); records ids, "
+                   "loss mask and logprobs as the model produced them")
+    p.add_argument("--template", default="chatml", help="token mode: chat template (chatml, hermes)")
+    p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)
 

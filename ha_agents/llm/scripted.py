@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ha_envs.task import Task
 
 from .base import Completion, LLMError
 
-Response = "str | dict[str, Any] | Callable[[list[dict[str, Any]]], str | dict[str, Any]]"
 SUBMIT = {"role": "assistant", "content": "", "tool_calls": [
     {"id": "submit", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]}
 

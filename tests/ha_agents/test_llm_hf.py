@@ -66,3 +66,17 @@ def test_missing_model_is_a_clear_error(tmp_path):
 
     with pytest.raises(LLMError, match="cannot load a model"):
         TransformersClient(str(tmp_path / "nothing"))
+
+
+def test_cli_token_mode_with_a_local_model(tiny_model, tmp_path):
+    import json
+
+    from ha_cli.main import main
+
+    out = tmp_path / "hf"
+    assert main(["eval", "--suite", "mini", "--instances", "mini__semver_ranges", "--model", f"hf:{tiny_model}",
+                 "--tokenizer", tiny_model, "--template", "hermes", "--harness", "h0", "--out", str(out)]) == 0
+    [rec] = [json.loads(l) for l in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert rec["termination"] == "format_errors" and rec["model"] == tiny_model
+    assert len(rec["token_ids"]) == len(rec["loss_mask"]) == len(rec["logprobs"]) > 100
+    assert 0 < sum(rec["loss_mask"]) < len(rec["loss_mask"]) and not rec["token_error"]
