@@ -101,6 +101,12 @@ class RepairEnv(gym.Env):
         self._sandbox_kind = sandbox
         self._sandbox_options = dict(sandbox_options or {})
         self._sandbox_options.setdefault("command_timeout_s", command_timeout_s)
+        if grader is None and sandbox == "docker":
+            from .grading.grader import docker_sandbox_factory
+            from .sandbox.docker import DockerSandboxConfig
+
+            opts = {k: v for k, v in self._sandbox_options.items() if k in DockerSandboxConfig.__dataclass_fields__}
+            grader = Grader(docker_sandbox_factory(DockerSandboxConfig(**opts)))
         self.grader = grader or Grader()
         self.max_turns = max_turns
         self.max_format_errors = max_format_errors

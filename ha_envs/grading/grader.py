@@ -60,12 +60,27 @@ class GradeReport:
         return asdict(self)
 
 
-SandboxFactory = Callable[[Snapshot, Path], Sandbox]
+SandboxFactory = Callable[[Snapshot, Path, Task], Sandbox]
+"""(snapshot, grading root holding the prepared ``testbed`` copy, task) -> a fresh sandbox on it."""
 
 
 def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFactory:
-    def make(snapshot: Snapshot, root: Path) -> Sandbox:
+    def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
         return LocalSandbox(snapshot=snapshot, config=config or LocalSandboxConfig(), work_root=root)
+    return make
+
+
+def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
+    """Grades in a fresh container of the task's environment image (never the agent's container),
+    with the prepared copy mounted at /testbed."""
+    def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
+        from ..sandbox.docker import DockerSandbox, DockerSandboxConfig
+        from ..sandbox.images import BASE_REPO, BASE_SUITE
+
+        cfg = config or DockerSandboxConfig()
+        image = cfg.image or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
+        return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0}), image=image, role="grader",
+                             mounts={str(root / "testbed"): cfg.mount_point}, snapshot=snapshot)
     return make
 
 
@@ -124,7 +139,7 @@ class Grader:
             raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {err}")
 
     def _run_tests(self, task: Task, snapshot: Snapshot, root: Path) -> tuple[str, bool]:
-        sandbox = self.sandbox_factory(snapshot, root)
+        sandbox = self.sandbox_factory(snapshot, root, task)
         try:
             sandbox.start()
             res = sandbox.run(task.tests.test_command, timeout=task.tests.timeout_s,
@@ -135,11 +150,23 @@ class Grader:
 
 
 def decide(report: GradeReport, task: Task, statuses: dict[str, str]) -> None:
+    """The verdict, by the benchmark's own rule:
+
+    - SWE-bench (and the bundled suite), as swebench 5.x: every FAIL_TO_PASS test PASSED; every
+      PASS_TO_PASS test PASSED, SKIPPED or XFAIL (a skipped F2P counts as failed);
+    - SWE-bench Pro (``log_parser == "pro"``), Scale's rule: every F2P and P2P test PASSED;
+    - R2E-Gym (``log_parser == "r2e"``): the parsed log equals the expected output exactly.
+    """
     report.fail_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.fail_to_pass}
     report.pass_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.pass_to_pass}
-    f2p_ok = all(s == PASSED for s in report.fail_to_pass.values())
-    p2p_ok = all(s in (PASSED, SKIPPED, XFAIL) for s in report.pass_to_pass.values())
-    report.resolved = f2p_ok and p2p_ok and bool(task.tests.fail_to_pass or task.tests.pass_to_pass)
+    if task.tests.log_parser == "r2e":
+        expected = task.metadata.get("expected_output") or {}
+        report.resolved = bool(expected) and statuses == expected
+    else:
+        kept = (PASSED,) if task.tests.log_parser == "pro" else (PASSED, SKIPPED, XFAIL)
+        f2p_ok = all(s == PASSED for s in report.fail_to_pass.values())
+        p2p_ok = all(s in kept for s in report.pass_to_pass.values())
+        report.resolved = f2p_ok and p2p_ok and bool(task.tests.fail_to_pass or task.tests.pass_to_pass)
     report.status = "resolved" if report.resolved else "unresolved"
 
 

@@ -12,7 +12,11 @@ __all__ = ["LocalSandbox", "LocalSandboxConfig", "RunResult", "Sandbox", "Sandbo
 
 
 def make_sandbox(kind: str, task: Task, **options: Any) -> Sandbox:
-    """A sandbox backend by name (``local``; ``docker`` arrives with the Docker issue)."""
+    """A sandbox backend by name: ``local`` (bubblewrap + cgroups) or ``docker``."""
     if kind == "local":
         return LocalSandbox(task, config=LocalSandboxConfig(**options))
-    raise ValueError(f"unknown sandbox {kind!r}; available: local")
+    if kind == "docker":
+        from .docker import DockerSandbox, DockerSandboxConfig
+
+        return DockerSandbox(task, config=DockerSandboxConfig(**options))
+    raise ValueError(f"unknown sandbox {kind!r}; available: local, docker")

@@ -1,0 +1,403 @@
+"""DockerSandbox: one container per episode, driven through the docker SDK.
+
+- The container starts from the task's **snapshot image** (the environment image plus the task's
+  work copy at ``/testbed``, committed once per task and cached by content; ``images.py``), so every
+  episode of a GRPO group starts from the same prepared state. ``reset()`` swaps in a fresh
+  container from that image, taken from a warm pool started ahead of time (never a dead one).
+- Isolation: no network by default, memory / CPU / pids limits, every Linux capability dropped,
+  ``no-new-privileges``, an init process, no bind mounts at all (the Docker socket and the host's
+  files are never visible).
+- One persistent bash per episode (``docker exec -i``, the same nonce'd protocol as the local
+  sandbox), not a fresh exec per command. A command past its timeout is killed with every process
+  it started (found by start time inside the container).
+- Files move both ways through the SDK's archive API; ``diff()`` runs in a separate exec with a
+  throwaway index, so the agent's shell state cannot change it.
+- Transient daemon errors (5xx, dropped connections) are retried with tenacity. Containers carry
+  labels (``harnessadapt.owner`` = host:pid); the first sandbox of a process removes those whose
+  owner process is gone (a crashed run's leftovers).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import queue
+import shutil
+import socket
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from .base import RunResult, SandboxError, decode_output
+from .limits import now_ticks
+from .shell import PersistentShell, ansi_c_quote
+
+T = TypeVar("T")
+LABEL = "harnessadapt"
+BASE_IMAGE = "harnessadapt/base:bookworm"
+_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "NO_COLOR": "1",
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PIP_NO_INPUT": "1", "GIT_CONFIG_NOSYSTEM": "1",
+        "CARGO_NET_OFFLINE": "true", "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local",
+        "GOTELEMETRY": "off", "CGO_ENABLED": "0", "NODE_NO_WARNINGS": "1", "HOME": "/root"}
+_reaped = False
+_reap_lock = threading.Lock()
+
+
+@dataclass
+class DockerSandboxConfig:
+    """Knobs of the docker sandbox."""
+
+    image: str | None = None
+    """The environment image; default: the task's ``environment.image``, else the bundled base image."""
+    network: bool = False
+    memory_bytes: int = 4 << 30
+    cpus: float = 2.0
+    max_pids: int = 512
+    command_timeout_s: float = 120.0
+    output_head_bytes: int = 8_000
+    output_tail_bytes: int = 8_000
+    mount_point: str = "/testbed"
+    warm: int = 1
+    """Containers kept started ahead for the next reset (0: start on demand)."""
+    docker_timeout_s: float = 120.0
+
+
+def transient(exc: BaseException) -> bool:
+    """Daemon errors worth retrying: 5xx answers and broken connections (not 4xx, not missing images)."""
+    import docker.errors
+    import requests
+
+    if isinstance(exc, docker.errors.ImageNotFound | docker.errors.NotFound):
+        return False
+    if isinstance(exc, docker.errors.APIError):
+        return exc.status_code is None or exc.status_code >= 500
+    return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.ReadTimeout | ConnectionError)
+
+
+def retrying(fn: Callable[[], T], attempts: int = 4) -> T:
+    return Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.2, max=2.0),
+                    retry=retry_if_exception(transient), reraise=True)(fn)
+
+
+def docker_client(timeout: float = 120.0) -> Any:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        retrying(client.ping)
+        return client
+    except Exception as exc:  # noqa: BLE001 - any failure here means "no usable daemon"
+        raise SandboxError(f"no Docker daemon answers ({exc}); start dockerd or use sandbox='local'") from exc
+
+
+def owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def reap_orphans(client: Any) -> int:
+    """Remove containers left by dead processes of this host (a crashed run)."""
+    host = socket.gethostname()
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        who = c.labels.get(f"{LABEL}.owner", "")
+        h, _, pid = who.rpartition(":")
+        if h == host and pid.isdigit() and not _pid_alive(int(pid)):
+            try:
+                c.remove(force=True)
+                removed += 1
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def tar_bytes(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, 0, 0, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class ContainerPool:
+    """Started containers of one image, prepared ahead; ``take()`` never returns a dead one."""
+
+    def __init__(self, client: Any, image: str, create: Callable[[], Any], size: int) -> None:
+        self.client, self.image, self.create, self.size = client, image, create, size
+        self.ready: queue.Queue[Any] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self.closed = False
+
+    def fill(self) -> None:
+        for _ in range(self.size - self.ready.qsize() - sum(t.is_alive() for t in self._threads)):
+            t = threading.Thread(target=self._one, daemon=True)
+            t.start()
+            self._threads.append(t)
+        self._threads = [t for t in self._threads if t.is_alive()]
+
+    def _one(self) -> None:
+        try:
+            c = self.create()
+        except Exception:  # noqa: BLE001 - take() starts one itself when the pool is empty
+            return
+        if self.closed:
+            _remove(c)
+        else:
+            self.ready.put(c)
+
+    def take(self) -> Any:
+        while True:
+            try:
+                c = self.ready.get(timeout=0.01 if not any(t.is_alive() for t in self._threads) else 30)
+            except queue.Empty:
+                return self.create()
+            try:
+                c.reload()
+                if c.status == "running":
+                    return c
+            except Exception:  # noqa: BLE001 - it vanished: discard and try the next
+                pass
+            _remove(c)
+
+    def close(self) -> None:
+        self.closed = True
+        for t in self._threads:
+            t.join(timeout=30)
+        while not self.ready.empty():
+            _remove(self.ready.get_nowait())
+
+
+def _remove(container: Any) -> None:
+    try:
+        container.remove(force=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+class DockerSandbox:
+    """Implements :class:`~ha_envs.sandbox.base.Sandbox` in Docker containers."""
+
+    def __init__(self, task: Any = None, config: DockerSandboxConfig | None = None, image: str | None = None,
+                 role: str = "agent", mounts: dict[str, str] | None = None, snapshot: Any = None) -> None:
+        """``image`` and ``mounts`` (host dir -> container dir) are for the grader's containers;
+        the agent's container uses the task's snapshot image and mounts nothing."""
+        global _reaped
+        self.config = config or DockerSandboxConfig()
+        self.task = task
+        self.workdir = self.config.mount_point
+        self.client = docker_client(self.config.docker_timeout_s)
+        with _reap_lock:
+            if not _reaped:
+                reap_orphans(self.client)
+                _reaped = True
+        self._image = image
+        self.role = role
+        self.container: Any = None
+        self.shell: PersistentShell | None = None
+        self.pool: ContainerPool | None = None
+        self.mounts = dict(mounts or {})
+        self.snapshot = snapshot
+        self.closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def image(self) -> str:
+        if self._image is None:
+            from .images import snapshot_image
+
+            self._image, self.snapshot = snapshot_image(self.client, self.task, self.config.image)
+        return self._image
+
+    def _create(self) -> Any:
+        c = self.config
+        kwargs = dict(
+            command=["sleep", "infinity"], detach=True, init=True, working_dir=self.workdir,
+            network_mode="bridge" if c.network else "none", mem_limit=c.memory_bytes, memswap_limit=c.memory_bytes,
+            pids_limit=c.max_pids, nano_cpus=int(c.cpus * 1e9), cap_drop=["ALL"],
+            security_opt=["no-new-privileges"], environment=_ENV,
+            labels={LABEL: "1", f"{LABEL}.owner": owner(), f"{LABEL}.role": self.role,
+                    f"{LABEL}.instance": getattr(self.task, "instance_id", "") or ""},
+            volumes={host: {"bind": inside, "mode": "rw"} for host, inside in self.mounts.items()},
+        )
+        import docker.errors
+
+        try:
+            container = retrying(lambda: self.client.containers.run(self.image, **kwargs))
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"image {self.image} is missing; build it with `ha images build`") from exc
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"cannot start a container from {self.image}: {exc}") from exc
+        return container
+
+    def start(self) -> None:
+        if self.shell is not None and self.shell.alive:
+            return
+        if self.container is None:
+            if self.pool is None:
+                self.pool = ContainerPool(self.client, self.image, self._create, self.config.warm)
+            self.container = self.pool.take()
+            self.pool.fill()
+        self._start_shell()
+
+    def _start_shell(self) -> None:
+        argv = ["docker", "exec", "-i", "-w", self.workdir, self.container.id, "bash", "--noprofile", "--norc"]
+        self.shell = PersistentShell(argv, init_script="echo $$ > /tmp/.ha-shell-pid")
+        self.shell.start()
+        self._shell_ticks = now_ticks()
+
+    def reset(self) -> None:
+        old = self.container
+        self._stop_shell()
+        self.container = None
+        if old is not None:
+            threading.Thread(target=_remove, args=(old,), daemon=True).start()
+        self.start()
+
+    def close(self) -> None:
+        self._stop_shell()
+        if self.container is not None:
+            _remove(self.container)
+            self.container = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        self.closed = True
+
+    def _stop_shell(self) -> None:
+        if self.shell is not None:
+            self.shell.close()
+            self.shell = None
+
+    def _check_container(self) -> None:
+        try:
+            retrying(self.container.reload)
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"the container is gone: {exc}") from exc
+        if self.container.status != "running":
+            raise SandboxError(f"the container stopped (status {self.container.status})")
+
+    # -- commands ----------------------------------------------------------------------------
+    def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
+            tail_bytes: int | None = None) -> RunResult:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        if self.shell is None:
+            self.start()
+        assert self.shell is not None
+        if not self.shell.alive:
+            self._check_container()
+            raise SandboxError("the sandbox shell died")
+        timeout = self.config.command_timeout_s if timeout is None else timeout
+        head = self.config.output_head_bytes if head_bytes is None else head_bytes
+        tail = self.config.output_tail_bytes if tail_bytes is None else tail_bytes
+        t0, ticks = time.monotonic(), now_ticks() - 1
+        notes: list[str] = []
+        cap = self.shell.execute(command, timeout, head, tail, on_timeout=lambda: self._kill_since(ticks))
+        if cap.exit_code is None:
+            self._check_container()
+            if cap.timed_out:
+                notes.append("the shell itself was stuck; it was restarted (cwd and environment reset)")
+            else:
+                rc = self.shell.proc.returncode if self.shell.proc else None
+                notes.append(f"the shell exited (status {rc}); a new shell was started in {self.workdir}")
+                cap.exit_code = rc if rc is not None and rc >= 0 else -1
+            self._stop_shell()
+            self._start_shell()
+        if cap.timed_out:
+            notes.insert(0, f"command timed out after {timeout:g}s; it and every process it started were killed")
+        data, truncated = bytes(cap.head) + bytes(cap.tail), False
+        if cap.total > len(data):
+            cut = cap.total - len(data)
+            data = (bytes(cap.head) + f"\n[... {cut} bytes of output cut ({cap.total} in all); first "
+                    f"{len(cap.head)} and last {len(cap.tail)} kept ...]\n".encode() + bytes(cap.tail))
+            truncated = True
+        exit_code = 124 if cap.timed_out else (cap.exit_code if cap.exit_code is not None else -1)
+        return RunResult(decode_output(data), exit_code, cap.timed_out, truncated, time.monotonic() - t0, tuple(notes))
+
+    def _kill_since(self, ticks: int) -> None:
+        """SIGKILL every process in the container started at or after ``ticks`` (boot-clock ticks,
+        shared with the host kernel), except init, the agent's shell and this script itself."""
+        script = (f"read -r sh < /tmp/.ha-shell-pid; for d in /proc/[0-9]*; do p=${{d#/proc/}}; "
+                  f"[ \"$p\" = 1 ] || [ \"$p\" = \"$$\" ] || [ \"$p\" = \"$sh\" ] && continue; "
+                  f"read -r s < \"$d/stat\" 2>/dev/null || continue; s=${{s##*) }}; set -- $s; "
+                  f"[ \"${{20}}\" -ge {ticks} ] 2>/dev/null && kill -9 \"$p\" 2>/dev/null; done; true")
+        for _ in range(3):
+            self._exec(script, timeout=30)
+
+    def _exec(self, script: str, timeout: float = 120) -> tuple[int, bytes]:
+        """A separate process in the container (not the agent's shell)."""
+        self._check_container()
+        try:
+            rc, out = retrying(lambda: self.container.exec_run(["bash", "-c", script], workdir=self.workdir,
+                                                                environment=_ENV, demux=False))
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"docker exec failed: {exc}") from exc
+        return rc, out or b""
+
+    # -- files -------------------------------------------------------------------------------
+    def _abs(self, path: str) -> str:
+        return path if path.startswith("/") else f"{self.workdir}/{path}"
+
+    def read_file(self, path: str) -> bytes:
+        self._check_container()
+        import docker.errors
+
+        try:
+            stream, _ = retrying(lambda: self.container.get_archive(self._abs(path)))
+            raw = b"".join(stream)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(path) from None
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise FileNotFoundError(path)
+            f = tar.extractfile(member)
+            return f.read() if f else b""
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = self._abs(path)
+        parent, name = os.path.split(target)
+        rc, out = self._exec(f"mkdir -p -- {ansi_c_quote(parent)}")
+        if rc != 0:
+            raise OSError(f"cannot write {path}: {out.decode(errors='replace').strip()}")
+        ok = retrying(lambda: self.container.put_archive(parent, tar_bytes({name: data})))
+        if not ok:
+            raise OSError(f"cannot write {path}: the daemon refused the archive")
+
+    def diff(self) -> str:
+        base = self.snapshot.base_commit if self.snapshot is not None else "HEAD"
+        script = (
+            "set -e; export GIT_INDEX_FILE=\"$(mktemp)\"; unset GIT_DIR GIT_WORK_TREE; "
+            "G='git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false -c safe.directory=*'; "
+            "cp .git/index \"$GIT_INDEX_FILE\" 2>/dev/null || true; $G add -A >/dev/null 2>&1; "
+            f"exec $G diff --cached --binary --no-color --no-ext-diff --no-textconv {base}"
+        )
+        rc, out = self._exec(script)
+        if rc != 0:
+            raise SandboxError(f"git diff failed in the container: {out.decode(errors='replace').strip()[:500]}")
+        return out.decode("utf-8", errors="surrogateescape")
+
+
+def docker_available() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        docker_client(timeout=5)
+        return True
+    except SandboxError:
+        return False

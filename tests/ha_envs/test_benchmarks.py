@@ -1,0 +1,122 @@
+"""Loaders of the real benchmarks, on every row of the files in ../shared/data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ha_envs.benchmarks import as_list, load_benchmark, unwrap_statement
+from ha_envs.task import TaskError
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not present")
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(monkeypatch):
+    monkeypatch.setenv("HA_DATA_DIR", str(DATA))
+
+
+def test_verified_all_rows():
+    tasks = load_benchmark("verified")
+    assert len(tasks) == 500 and len({t.instance_id for t in tasks}) == 500
+    for t in tasks:
+        assert t.tests.fail_to_pass and all(isinstance(x, str) for x in t.tests.fail_to_pass)
+        assert t.repo and len(t.base_commit) == 40 and t.gold_patch.startswith("diff --git")
+        assert t.tests.log_parser == f"swebench:{t.repo}" and t.tests.test_command
+        assert t.environment.extra["official_image"].startswith("swebench/sweb.eval.x86_64.")
+        assert t.metadata["dataset"].startswith("sha256:")
+    django = next(t for t in tasks if t.instance_id == "django__django-11099")
+    assert django.tests.test_command.startswith("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 ")
+    assert django.environment.extra["official_image"] == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+
+
+def test_multilingual_all_rows_and_parquet_matches_jsonl():
+    tasks = load_benchmark("multilingual")
+    assert len(tasks) == 300
+    langs = {t.language for t in tasks}
+    assert {"javascript", "go", "rust", "java"} <= langs and "python" not in langs
+    # upstream ships one row without FAIL_TO_PASS tests; it loads, and stays visible
+    assert [t.instance_id for t in tasks if not t.tests.fail_to_pass] == ["tokio-rs__axum-1730"]
+    pq = load_benchmark("multilingual", source=DATA / "swebench_multilingual" / "test-00000-of-00001.parquet")
+    assert [(t.instance_id, t.tests.fail_to_pass, t.tests.pass_to_pass) for t in pq] == \
+        [(t.instance_id, t.tests.fail_to_pass, t.tests.pass_to_pass) for t in tasks]
+    vpq = load_benchmark("verified", source=DATA / "swebench_verified" / "test-00000-of-00001.parquet")
+    assert len(vpq) == 500
+
+
+def test_pro_all_rows_quirks():
+    tasks = load_benchmark("pro")
+    assert len(tasks) == 731
+    raw = [json.loads(l) for l in __import__("gzip").open(DATA / "swebench_pro" / "swe_bench_pro_public_test.jsonl.gz")]
+    assert sum(r["fail_to_pass"].startswith("['") for r in raw) > 700  # Python-literal strings...
+    for t, r in zip(tasks, raw):
+        assert t.instance_id == r["instance_id"] and t.tests.fail_to_pass  # ...all decoded
+        assert not (t.problem_statement.startswith('"') and t.problem_statement.endswith('"'))
+        assert t.metadata["selected_test_files"]
+    double = [r for r in raw if r["problem_statement"].strip().startswith('"')]
+    assert double and all(not t.problem_statement.startswith('"') for t in tasks)
+    removed = json.loads((DATA / "swebench_pro" / "p2p_removed_upstream_2026-02-09.json").read_text())
+    hit = [t for t in tasks if t.metadata["p2p_removed_upstream"]]
+    assert len(hit) == 6 and all(t.instance_id in removed for t in hit)
+    for t in hit:
+        assert not set(removed[t.instance_id]) & set(t.tests.pass_to_pass)
+
+
+def test_r2e_rows():
+    tasks = load_benchmark("r2e")
+    assert len(tasks) == 5 and all(t.repo == "pillow" for t in tasks)
+    for t in tasks:
+        exp = t.metadata["expected_output"]
+        assert exp and set(t.tests.fail_to_pass) == {k for k, v in exp.items() if v == "PASSED"}
+        assert t.environment.extra["official_image"]
+
+
+def test_quirk_helpers_and_errors(tmp_path):
+    assert as_list('["a", "b"]', "x") == ("a", "b") and as_list("['a', 'b']", "x") == ("a", "b")
+    assert as_list(["a"], "x") == ("a",) and as_list("", "x") == ()
+    with pytest.raises(TaskError, match="must hold strings"):
+        as_list("[1]", "x")
+    assert unwrap_statement('"Bug: \\"x\\" breaks\\n"') == 'Bug: "x" breaks\n'
+    assert unwrap_statement('"quoted" title and more') == '"quoted" title and more'
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instance_id": "a"}\n{not json\n')
+    with pytest.raises(TaskError, match="bad.jsonl:2: not valid JSON"):
+        load_benchmark("verified", source=bad)
+    with pytest.raises(TaskError, match="unknown benchmark"):
+        load_benchmark("swe-smith")
+
+
+def _report(task, statuses):
+    from ha_envs.grading.grader import GradeReport, decide
+    r = GradeReport(task.instance_id, "", False)
+    decide(r, task, statuses)
+    return r.resolved
+
+
+def test_verdict_rules_per_benchmark():
+    pro = load_benchmark("pro")[0]
+    passing = {t: "PASSED" for t in pro.tests.fail_to_pass + pro.tests.pass_to_pass}
+    assert _report(pro, passing)
+    if pro.tests.pass_to_pass:
+        assert not _report(pro, {**passing, pro.tests.pass_to_pass[0]: "SKIPPED"})  # Scale: PASSED only
+    ver = load_benchmark("verified")[0]
+    ok = {t: "PASSED" for t in ver.tests.fail_to_pass + ver.tests.pass_to_pass}
+    assert _report(ver, ok) and _report(ver, {**ok, ver.tests.pass_to_pass[0]: "SKIPPED"})
+    assert not _report(ver, {**ok, ver.tests.fail_to_pass[0]: "SKIPPED"})  # skipped F2P = failed
+    r2e = load_benchmark("r2e")[0]
+    exp = r2e.metadata["expected_output"]
+    assert _report(r2e, dict(exp)) and not _report(r2e, {**exp, "extra_test": "PASSED"})
+
+
+def test_official_swebench_parsers_are_used():
+    from ha_envs.grading.parsers import get_parser
+    log = "PASSED tests/test_x.py::test_a\nFAILED tests/test_x.py::test_b\n"  # pytest -rA summary lines
+    assert get_parser("swebench:pytest-dev/pytest")(log) == {"tests/test_x.py::test_a": "PASSED",
+                                                              "tests/test_x.py::test_b": "FAILED"}
+    django = "test_a (x.tests.T) ... ok\ntest_b (x.tests.T) ... FAIL\n"
+    assert get_parser("swebench:django/django")(django) == {"test_a (x.tests.T)": "PASSED", "test_b (x.tests.T)": "FAILED"}
+    with pytest.raises(KeyError, match="no log parser"):
+        get_parser("swebench:nobody/nothing")
