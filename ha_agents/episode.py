@@ -121,5 +121,6 @@ def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: 
         "skill": traj.skill,
         "duration_s": round(time.monotonic() - t0, 3),
         "grader_version": GRADER_VERSION,
+        "dataset": task.metadata.get("dataset", f"suite:{task.benchmark}"),
         "task_fingerprint": task.fingerprint(),
     }

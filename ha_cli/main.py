@@ -16,12 +16,28 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--suite", help=f"bundled suite (default mini; available: {', '.join(available_suites())})")
     src.add_argument("--jsonl", help="local JSONL file of tasks (SWE-bench field names)")
+    src.add_argument("--benchmark", choices=["verified", "multilingual", "pro", "r2e"],
+                     help="a real benchmark: from --data FILE, else $HA_DATA_DIR, else the Hugging Face hub")
+    p.add_argument("--data", help="with --benchmark: a local parquet / jsonl / jsonl.gz file or a HF dataset name[@rev]")
     p.add_argument("--instances", nargs="+", metavar="ID", help="only these instance ids")
+    p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
 
 
 def _tasks(args: argparse.Namespace):
-    suite = args.suite if args.suite or args.jsonl else "mini"
-    return resolve_tasks(suite=suite, jsonl=args.jsonl, ids=args.instances)
+    if getattr(args, "benchmark", None):
+        from ha_envs.benchmarks import load_benchmark
+
+        tasks = load_benchmark(args.benchmark, source=args.data)
+        if args.instances:
+            by_id = {t.instance_id: t for t in tasks}
+            unknown = [i for i in args.instances if i not in by_id]
+            if unknown:
+                raise TaskError(f"unknown instance ids in {args.benchmark}: {', '.join(unknown)}")
+            tasks = [by_id[i] for i in args.instances]
+    else:
+        suite = args.suite if args.suite or args.jsonl else "mini"
+        tasks = resolve_tasks(suite=suite, jsonl=args.jsonl, ids=args.instances)
+    return tasks[: args.limit] if args.limit else tasks
 
 
 def cmd_tasks_list(args: argparse.Namespace) -> int:
@@ -42,7 +58,12 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
     from ha_envs.validate import validate_tasks
 
-    results = validate_tasks(_tasks(args), workers=args.workers)
+    grader = None
+    if args.sandbox == "docker":
+        from ha_envs.grading.grader import Grader, docker_sandbox_factory
+
+        grader = Grader(docker_sandbox_factory())
+    results = validate_tasks(_tasks(args), workers=args.workers, grader=grader)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
@@ -123,6 +144,20 @@ def cmd_harness_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_images_build(args: argparse.Namespace) -> int:
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import build_base_image, snapshot_image
+
+    client = docker_client()
+    print(f"base image: {build_base_image(client, log=sys.stderr.buffer)}", flush=True)
+    if args.base_only:
+        return 0
+    for task in _tasks(args):
+        tag, _ = snapshot_image(client, task)
+        print(f"{task.instance_id}: {tag}", flush=True)
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from ha_agents.evaluate import evaluate
 
@@ -191,7 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--sandbox", choices=["local", "docker"], default="local", help="where the tests run")
     p.set_defaults(func=cmd_tasks_validate)
+
+    images = sub.add_parser("images", help="build Docker images locally (no registry needed)").add_subparsers(
+        dest="images_command", required=True)
+    p = images.add_parser("build", help="the base image (debootstrap + docker import) and task snapshot images")
+    _add_source(p)
+    p.add_argument("--base-only", action="store_true", help="only the base image")
+    p.set_defaults(func=cmd_images_build)
 
     p = sub.add_parser("eval", help="run a policy under a harness and report pass@1")
     _add_source(p)

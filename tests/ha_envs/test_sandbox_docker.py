@@ -1,0 +1,203 @@
+"""The docker sandbox: protocol, isolation (escape attempts), faults, no leaks, parity with local."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+import ha_envs
+from ha_agents.episode import run_episode
+from ha_agents.policies import OraclePolicy
+from ha_envs.loaders import load_suite
+from ha_envs.sandbox import SandboxError, make_sandbox
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+@pytest.fixture(scope="module")
+def client():
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import build_base_image
+    try:
+        c = docker_client(timeout=30)
+    except SandboxError as exc:
+        if IN_CI:
+            pytest.fail(f"no Docker daemon but CI is set: .ci/run must start dockerd ({exc})")
+        pytest.skip(str(exc))
+    build_base_image(c)  # a no-op when .ci/run (or an earlier run) built it
+    return c
+
+
+def ours(client):
+    return {c.id for c in client.containers.list(all=True, filters={"label": "harnessadapt"})}
+
+
+@pytest.fixture
+def no_leaks(client):
+    before = ours(client)
+    yield
+    for _ in range(50):  # removals of replaced containers run in the background
+        if ours(client) <= before:
+            break
+        time.sleep(0.1)
+    assert ours(client) <= before, "containers leaked"
+
+
+@pytest.fixture
+def box(client, tiny_task, no_leaks):
+    sb = make_sandbox("docker", tiny_task, warm=0)
+    sb.start()
+    yield sb
+    sb.close()
+
+
+def test_persistent_shell_timeouts_and_output(box):
+    assert box.run("cd /tmp && export X=41").exit_code == 0
+    r = box.run("echo $((X+1)) $PWD")
+    assert r.output.strip() == "42 /tmp" and r.exit_code == 0
+    assert box.run("false").exit_code == 1
+    t0 = time.monotonic()
+    r = box.run("sleep 300 & setsid sleep 301 & sleep 302", timeout=1)
+    assert r.timed_out and r.exit_code == 124 and time.monotonic() - t0 < 20
+    left = box.run("ps -eo args | grep -c '^sleep 30[012]' || true").output.strip().splitlines()[-1]
+    assert left == "0", "a timed-out command left processes behind"
+    big = box.run("seq 1 200000", head_bytes=100, tail_bytes=100)
+    assert big.truncated and big.output.startswith("1\n2\n") and big.output.rstrip().endswith("200000")
+    assert box.run("echo still here").output.strip() == "still here"
+
+
+def test_files_both_ways_and_diff(box):
+    box.write_file("pkg/new.txt", b"hello\x00bytes")
+    assert box.read_file("pkg/new.txt") == b"hello\x00bytes"
+    assert box.run("cat pkg/new.txt | wc -c").output.strip() == "11"
+    box.run("sed -i '10s/return lo/return hi/' calc.py && git add calc.py")
+    patch = box.diff()
+    assert "+        return hi" in patch and "pkg/new.txt" in patch and "GIT binary patch" in patch
+    with pytest.raises(FileNotFoundError):
+        box.read_file("missing.txt")
+
+
+def test_escapes_fail(box, tmp_path):
+    secret = tmp_path / "host-secret"
+    secret.write_text("s3cret")
+    checks = {
+        "network": "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 3)\"",
+        "dns": "python3 -c \"import socket; socket.getaddrinfo('deb.debian.org', 80)\"",
+        "docker socket": "test -e /var/run/docker.sock || test -e /run/docker.sock",
+        "host file": f"cat {secret}",
+        "mount": "mount -t tmpfs none /mnt",
+        "chown": "chown 1000 calc.py",
+        "raw socket": "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)\"",
+        "sysctl": "echo 1 > /proc/sys/kernel/sysrq",
+    }
+    for what, cmd in checks.items():
+        r = box.run(cmd, timeout=20)
+        assert r.exit_code != 0, f"{what} should fail inside the sandbox: {r.output}"
+    status = box.run("grep -E '^(CapEff|NoNewPrivs)' /proc/self/status").output
+    assert "CapEff:\t0000000000000000" in status and "NoNewPrivs:\t1" in status
+
+
+def test_killed_container_is_a_masked_sandbox_error(client, tiny_task, no_leaks):
+    env = ha_envs.make(task=tiny_task, harness="h1", sandbox="docker")
+    try:
+        env.reset()
+        client.containers.get(env.unwrapped.sandbox.container.id).kill()
+        obs, reward, term, trunc, info = env.step({"tool_calls": [{"id": "1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]})
+        assert term and info["termination"] == "sandbox_error" and info["mask_sample"]
+    finally:
+        env.close()
+
+
+def test_daemon_refusing_once_is_retried(box, monkeypatch):
+    import docker.errors
+    calls = {"n": 0}
+    real = box.container.exec_run
+
+    def flaky(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise docker.errors.APIError("boom", response=type("R", (), {"status_code": 500, "reason": "x"})())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(box.container, "exec_run", flaky)
+    assert "calc.py" in box.diff() or box.diff() == ""
+    assert calls["n"] >= 2
+
+
+def test_missing_image_masks_the_episode(tiny_task, no_leaks):
+    rec = run_episode(tiny_task, OraclePolicy(), "h0", sandbox="docker",
+                      env_kwargs={"sandbox_options": {"image": "harnessadapt/nothing:missing", "warm": 0}})
+    assert rec["termination"] == "sandbox_error" and rec["mask_sample"] and "missing" in rec["error"]
+
+
+def test_binary_hunks_are_graded_not_crashed(tiny_task, no_leaks):
+    from ha_agents.policies import ScriptedPolicy
+    from ha_envs.actions import ToolCall
+    rec = run_episode(tiny_task, ScriptedPolicy([ToolCall("bash", {"command": "printf '\\x00\\x01\\x02' > blob.bin"}),
+                                                 ToolCall("bash", {"command": "sed -i '10s/return lo/return hi/' calc.py"})]),
+                      "h0", sandbox="docker")
+    assert "GIT binary patch" in rec["patch"] and rec["resolved"] and not rec["mask_sample"]
+
+
+def test_crashed_runs_leftovers_are_reaped(client, tiny_task):
+    import ha_envs.sandbox.docker as dk
+    from ha_envs.sandbox.images import BASE_REPO, BASE_SUITE
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    import socket
+    c = client.containers.run(f"{BASE_REPO}:{BASE_SUITE}", ["sleep", "infinity"], detach=True, network_mode="none",
+                              labels={"harnessadapt": "1", "harnessadapt.owner": f"{socket.gethostname()}:{dead.pid}"})
+    assert dk.reap_orphans(client) >= 1
+    with pytest.raises(Exception):
+        client.containers.get(c.id)
+
+
+def test_group_resets_start_from_the_snapshot(client, tiny_task, no_leaks):
+    sb = make_sandbox("docker", tiny_task, warm=1)
+    try:
+        sb.start()
+        sb.run("echo junk >> calc.py; touch /tmp/marker; pip_like_state=1")
+        first = sb.container.id
+        sb.reset()
+        assert sb.container.id != first
+        assert sb.run("git status --porcelain; ls /tmp/marker 2>&1 | grep -c 'No such'").output.strip() == "1"
+    finally:
+        sb.close()
+
+
+PARITY = ["ls", "cat calc.py | head -3", "git status --short", "sed -i '10s/return lo/return hi/' calc.py",
+          "git diff --stat", "python3 -c 'import calc; print(calc.clamp(9, 0, 5))'", "echo done"]
+
+
+def test_parity_local_and_docker(tiny_task, client, no_leaks):
+    from ha_envs.actions import ToolCall
+    from ha_envs.harness import render_call
+    outs = {}
+    for kind in ("local", "docker"):
+        env = ha_envs.make(task=tiny_task, harness="h1", sandbox=kind)
+        try:
+            env.reset()
+            seen = []
+            calls = [ToolCall("bash", {"command": c}) for c in PARITY] + [
+                ToolCall("read_file", {"path": "calc.py", "start_line": 8, "end_line": 11}),
+                ToolCall("view_diff", {}), ToolCall("submit", {})]
+            for i, call in enumerate(calls):
+                obs, reward, term, trunc, info = env.step(render_call(call, "openai", f"c{i}"))
+                seen.append([m["content"] for m in obs])
+            outs[kind] = (seen, reward, info["termination"], info["grade"]["fail_to_pass"], info["patch"])
+        finally:
+            env.close()
+    assert outs["local"] == outs["docker"]
+    assert outs["docker"][1] == 1.0
+
+
+@pytest.mark.slow
+def test_bundled_suite_in_docker_gold_and_null():
+    from ha_envs.grading.grader import Grader, docker_sandbox_factory
+    from ha_envs.validate import validate_tasks
+    results = validate_tasks(load_suite("mini"), workers=2, grader=Grader(docker_sandbox_factory()))
+    bad = [(r.instance_id, r.problems) for r in results if not r.ok]
+    assert not bad and len(results) == 12
