@@ -135,7 +135,8 @@ def tar_bytes(files: dict[str, bytes]) -> bytes:
 
 
 class ContainerPool:
-    """Started containers of one image, prepared ahead; ``take()`` never returns a dead one."""
+    """(container, shell) pairs of one image, started ahead so a reset only swaps them in;
+    ``take()`` never returns a dead container or shell."""
 
     def __init__(self, client: Any, image: str, create: Callable[[], Any], size: int) -> None:
         self.client, self.image, self.create, self.size = client, image, create, size
@@ -152,34 +153,41 @@ class ContainerPool:
 
     def _one(self) -> None:
         try:
-            c = self.create()
+            item = self.create()
         except Exception:  # noqa: BLE001 - take() starts one itself when the pool is empty
             return
         if self.closed:
-            _remove(c)
+            _discard(item)
         else:
-            self.ready.put(c)
+            self.ready.put(item)
 
     def take(self) -> Any:
         while True:
             try:
-                c = self.ready.get(timeout=0.01 if not any(t.is_alive() for t in self._threads) else 30)
+                item = self.ready.get(timeout=0.01 if not any(t.is_alive() for t in self._threads) else 30)
             except queue.Empty:
                 return self.create()
+            container, shell = item
             try:
-                c.reload()
-                if c.status == "running":
-                    return c
+                container.reload()
+                if container.status == "running" and shell.alive:
+                    return item
             except Exception:  # noqa: BLE001 - it vanished: discard and try the next
                 pass
-            _remove(c)
+            _discard(item)
 
     def close(self) -> None:
         self.closed = True
         for t in self._threads:
             t.join(timeout=30)
         while not self.ready.empty():
-            _remove(self.ready.get_nowait())
+            _discard(self.ready.get_nowait())
+
+
+def _discard(item: tuple[Any, PersistentShell | None]) -> None:
+    if item[1] is not None:
+        item[1].close()
+    _remove(item[0])
 
 
 def _remove(container: Any) -> None:
@@ -244,28 +252,39 @@ class DockerSandbox:
             raise SandboxError(f"cannot start a container from {self.image}: {exc}") from exc
         return container
 
+    def _create_ready(self) -> tuple[Any, PersistentShell]:
+        container = self._create()
+        try:
+            return container, self._new_shell(container)
+        except Exception:
+            _remove(container)
+            raise
+
     def start(self) -> None:
         if self.shell is not None and self.shell.alive:
             return
         if self.container is None:
             if self.pool is None:
-                self.pool = ContainerPool(self.client, self.image, self._create, self.config.warm)
-            self.container = self.pool.take()
+                self.pool = ContainerPool(self.client, self.image, self._create_ready, self.config.warm)
+            self.container, self.shell = self.pool.take()
             self.pool.fill()
+            return
         self._start_shell()
 
+    def _new_shell(self, container: Any) -> PersistentShell:
+        argv = ["docker", "exec", "-i", "-w", self.workdir, container.id, "bash", "--noprofile", "--norc"]
+        shell = PersistentShell(argv, init_script="echo $$ > /tmp/.ha-shell-pid")
+        shell.start()
+        return shell
+
     def _start_shell(self) -> None:
-        argv = ["docker", "exec", "-i", "-w", self.workdir, self.container.id, "bash", "--noprofile", "--norc"]
-        self.shell = PersistentShell(argv, init_script="echo $$ > /tmp/.ha-shell-pid")
-        self.shell.start()
-        self._shell_ticks = now_ticks()
+        self.shell = self._new_shell(self.container)
 
     def reset(self) -> None:
-        old = self.container
-        self._stop_shell()
-        self.container = None
+        old, old_shell = self.container, self.shell
+        self.container = self.shell = None
         if old is not None:
-            threading.Thread(target=_remove, args=(old,), daemon=True).start()
+            threading.Thread(target=_discard, args=((old, old_shell),), daemon=True).start()
         self.start()
 
     def close(self) -> None:
