@@ -11,6 +11,7 @@ PASS_TO_PASS test is kept if PASSED, SKIPPED or XFAIL; a test missing from the l
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import shutil
 import subprocess
@@ -66,7 +67,16 @@ SandboxFactory = Callable[[Snapshot, Path, Task], Sandbox]
 
 def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFactory:
     def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
-        return LocalSandbox(snapshot=snapshot, config=config or LocalSandboxConfig(), work_root=root)
+        cfg = config or LocalSandboxConfig()
+        if cfg.python_env is None and task is not None:
+            from ..sandbox.pyenv import python_env
+
+            env = python_env(task)
+            if env is not None:
+                # As the official harness does, real-benchmark tests run with network (some
+                # PASS_TO_PASS tests open connections); the agent's own sandbox stays offline.
+                cfg = dataclasses.replace(cfg, python_env=str(env), network=True)
+        return LocalSandbox(snapshot=snapshot, config=cfg, work_root=root)
     return make
 
 
@@ -74,13 +84,15 @@ def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
     """Grades in a fresh container of the task's environment image (never the agent's container),
     with the prepared copy mounted at /testbed."""
     def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
-        from ..sandbox.docker import DockerSandbox, DockerSandboxConfig
-        from ..sandbox.images import BASE_REPO, BASE_SUITE
+        from ..sandbox.docker import DockerSandbox, DockerSandboxConfig, docker_client
+        from ..sandbox.images import env_image
 
         cfg = config or DockerSandboxConfig()
-        image = cfg.image or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
-        return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0}), image=image, role="grader",
-                             mounts={str(root / "testbed"): cfg.mount_point}, snapshot=snapshot)
+        image = env_image(docker_client(), task, cfg.image)
+        real = task is not None and bool((task.environment.extra or {}).get("specs"))
+        return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0, "network": cfg.network or real}),
+                             image=image, role="grader", mounts={str(root / "testbed"): cfg.mount_point},
+                             snapshot=snapshot)
     return make
 
 

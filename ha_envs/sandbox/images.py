@@ -97,13 +97,53 @@ def _tar_dir(src: Path, arcname: str) -> bytes:
     return buf.getvalue()
 
 
-def snapshot_image(client: Any, task: Any, env_image: str | None = None) -> tuple[str, Snapshot]:
+def env_image(client: Any, task: Any, base: str | None = None) -> str:
+    """The environment image of ``task``: ``base`` (the task's image, else the bundled base) plus,
+    for real Python instances, the interpreter and venv the local sandbox uses (built on the host by
+    ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for /testbed."""
+    import docker.errors
+
+    from .docker import LABEL, retrying
+    from .pyenv import python_env, source_root
+
+    base = base or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
+    venv = python_env(task) if task is not None else None
+    if venv is None:
+        return base
+    try:
+        base_id = client.images.get(base).id
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxError(f"image {base} is missing; build it with `ha images build`") from exc
+    interp = (venv / "bin" / "python").resolve().parent.parent
+    tag = f"harnessadapt/env:{hashlib.sha256(f'{base_id}|{venv}|{interp}'.encode()).hexdigest()[:12]}"
+    with _lock(tag):
+        if image_exists(client, tag):
+            return tag
+        c = retrying(lambda: client.containers.create(base, command=["sleep", "infinity"], network_mode="none",
+                                                      labels={LABEL: "1", f"{LABEL}.role": "build"}))
+        try:
+            c.start()
+            for d in (interp, venv):
+                c.exec_run(["mkdir", "-p", str(d.parent)])
+                if not c.put_archive(str(d.parent), _tar_dir(d, d.name)):
+                    raise SandboxError(f"could not copy {d} into the image")
+            c.stop(timeout=1)
+            pythonpath = source_root("/testbed", prepare_snapshot(task).path)
+            c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=[
+                f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                f"ENV VIRTUAL_ENV={venv}", f"ENV PYTHONPATH={pythonpath}"])
+        finally:
+            c.remove(force=True)
+        return tag
+
+
+def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) -> tuple[str, Snapshot]:
     """The task's snapshot image (built once, cached by content) and its host snapshot."""
     import docker.errors
 
     from .docker import LABEL, retrying
 
-    env = env_image or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
+    env = env_image(client, task, env_image_name)
     snapshot = prepare_snapshot(task)
     try:
         env_id = client.images.get(env).id

@@ -8,6 +8,7 @@ one is writable (see ``limits.py``). Without bubblewrap it says so once and runs
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -50,6 +51,9 @@ class LocalSandboxConfig:
     extra_ro_paths: list[str] = field(default_factory=list)
     """More host paths to show read-only (toolchains outside /usr)."""
     mount_point: str = "/testbed"
+    python_env: str | None = None
+    """A venv whose ``bin`` goes first on PATH, with the work copy on PYTHONPATH (real SWE-bench
+    instances; built by ``pyenv.python_env`` from the task's specs when the task has them)."""
 
 
 def bwrap_available() -> bool:
@@ -68,6 +72,12 @@ class LocalSandbox:
                 raise ValueError("LocalSandbox needs a task or a prepared snapshot")
             snapshot = prepare_snapshot(task)
         self.snapshot = snapshot
+        if self.config.python_env is None and task is not None:
+            from .pyenv import python_env
+
+            env = python_env(task)
+            if env is not None:
+                self.config = dataclasses.replace(self.config, python_env=str(env))
         self._own_root = work_root is None
         self.root = Path(work_root or tempfile.mkdtemp(prefix="ha-sbx-"))
         self.host_dir = self.root / "testbed"
@@ -146,6 +156,9 @@ class LocalSandbox:
         home = Path.home()
         cands = [sys.prefix, sys.base_prefix, str(home / ".cargo"), str(home / ".rustup"),
                  *self.config.extra_ro_paths]
+        if self.config.python_env:
+            env = Path(self.config.python_env)
+            cands += [str(env), str((env / "bin" / "python").resolve().parent.parent)]
         out: list[str] = []
         for c in cands:
             c = str(Path(c).resolve())
@@ -155,7 +168,8 @@ class LocalSandbox:
 
     def _env(self) -> dict[str, str]:
         home = Path.home()
-        path = [str(Path(sys.prefix) / "bin"), str(home / ".cargo" / "bin"),
+        path = ([str(Path(self.config.python_env) / "bin")] if self.config.python_env else []) + [
+                str(Path(sys.prefix) / "bin"), str(home / ".cargo" / "bin"),
                 "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
         tmp = "/tmp" if self.isolated else str(self.root / "tmp")
         Path(self.root / "tmp").mkdir(exist_ok=True)
@@ -168,6 +182,11 @@ class LocalSandbox:
             "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOTELEMETRY": "off",
             "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
         }
+        if self.config.python_env:
+            from .pyenv import source_root
+
+            env["PYTHONPATH"] = source_root(self.workdir, self.snapshot.path)
+            env["VIRTUAL_ENV"] = self.config.python_env
         return env
 
     def _stop_shell(self) -> None:

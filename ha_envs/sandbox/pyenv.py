@@ -1,0 +1,131 @@
+"""Python environments for real SWE-bench instances in the local sandbox (no Docker needed).
+
+For a task whose ``environment.extra["specs"]`` come from ``swebench<5``, build once (cached by
+content under ``$HA_CACHE_DIR/envs``) a venv from the matching pyenv interpreter, with the spec's
+packages and the repository's own dependencies installed. The repository itself is **not**
+installed: the sandbox puts the work copy on ``PYTHONPATH`` instead, so the code under test is
+always the agent's (or the grader's) copy, never a stale installed one; this also sidesteps PEP 660
+editable installs, whose import hooks can leave the checkout off ``sys.path``. Pure-Python
+repositories only: projects that compile extensions need the Docker images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .base import SandboxError
+from .workcopy import cache_root, prepare_snapshot
+
+
+ENV_FORMAT = 4
+"""Bump when the way environments are built changes (the cache key includes it)."""
+
+
+def pyenv_python(version: str) -> Path:
+    """The newest pyenv interpreter of ``version`` (e.g. ``3.9`` -> ~/.pyenv/versions/3.9.18)."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted((p for p in root.glob(f"{version}.*") if re.fullmatch(rf"{re.escape(version)}\.\d+", p.name)),
+                   key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    if not found:
+        raise SandboxError(f"Python {version} is needed and pyenv has none under {root}")
+    return found[-1] / "bin" / "python"
+
+
+def python_env(task: Any) -> Path | None:
+    """The venv for ``task`` (built on first use), or None when the task needs none."""
+    specs = (task.environment.extra or {}).get("specs") if task is not None else None
+    if not specs or task.language != "python" or not specs.get("python"):
+        return None
+    key = hashlib.sha256(json.dumps([ENV_FORMAT, task.repo, specs, task.base_commit], sort_keys=True).encode()).hexdigest()[:12]
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.repo)
+    env = cache_root() / "envs" / f"{safe}-{specs['python']}-{key}"
+    if (env / ".ha-ready").is_file():
+        return env
+    python = pyenv_python(str(specs["python"]))
+    tmp = env.with_name(env.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    log: list[str] = []
+
+    # setuptools_scm finds no tags in the snapshot (history ends at the base commit): give it the version.
+    build_env = dict(os.environ, SETUPTOOLS_SCM_PRETEND_VERSION=_release(str(task.metadata.get("version", "0"))))
+
+    def run(args: list[str]) -> None:
+        proc = subprocess.run(args, capture_output=True, text=True, env=build_env)
+        log.append(f"$ {' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        if proc.returncode != 0:
+            raise SandboxError(f"building the Python environment of {task.instance_id} failed at "
+                               f"`{' '.join(args[:6])}`: {proc.stderr.strip()[-800:]}")
+
+    run([str(python), "-m", "venv", str(tmp)])
+    # The venv must work at its final path: rebuild scripts after the move with --upgrade-deps off.
+    pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    packages = specs.get("packages", "")
+    wanted = [] if not packages or packages.endswith((".txt", ".yml")) else packages.split()
+    wanted += list(specs.get("pip_packages") or [])
+    if not any(re.match(r"pytest\b", w) for w in wanted):
+        # The spec's requirements file (not fetched here) brings pytest in the official images; pytest 8
+        # removed APIs that conftests of that era use (monkeypatch.notset), so stay below it.
+        wanted.append("pytest<8")
+    if wanted:
+        run(pip + wanted)
+    snapshot = prepare_snapshot(task)
+    run(pip + [str(snapshot.path)])  # the repository's dependencies (and the package, removed below)
+    for name in sorted(_dists(tmp)):
+        if _norm(name) == _norm(task.repo.split("/")[-1]):
+            scripts = {p.name for p in (tmp / "bin").iterdir()}
+            run([str(tmp / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", name])
+            # Its console scripts go with it; a shim keeps e.g. `pytest` running the work copy's code.
+            for gone in scripts - {p.name for p in (tmp / "bin").iterdir()}:
+                module = gone.replace("-", "_")
+                shim = tmp / "bin" / gone
+                shim.write_text(f"#!/bin/sh\nexec python -m {module} \"$@\"\n")
+                shim.chmod(0o755)
+    (tmp / "ha-build.log").write_text("\n".join(log))
+    shutil.rmtree(env, ignore_errors=True)
+    tmp.rename(env)
+    _fix_paths(env, tmp)
+    (env / ".ha-ready").write_text(task.instance_id)
+    return env
+
+
+def _release(version: str) -> str:
+    parts = [p for p in re.split(r"[^0-9]+", version) if p][:3]
+    return ".".join(parts + ["0"] * (3 - len(parts))) if parts else "0.0.0"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _dists(env: Path) -> set[str]:
+    out = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list", "--format=json", "-q"],
+                         capture_output=True, text=True)
+    return {d["name"] for d in json.loads(out.stdout or "[]")}
+
+
+def _fix_paths(env: Path, old: Path) -> None:
+    """A venv built at ``old`` and moved to ``env``: rewrite the paths baked into its scripts."""
+    for f in (env / "bin").iterdir():
+        if f.is_file() and not f.is_symlink():
+            try:
+                text = f.read_text()
+            except UnicodeDecodeError:
+                continue
+            if str(old) in text:
+                f.write_text(text.replace(str(old), str(env)))
+    cfg = env / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace(str(old), str(env)))
+
+
+def source_root(workdir: str, snapshot_path: Path) -> str:
+    """Where the package lives in the work copy (``src/`` layouts included), for PYTHONPATH."""
+    src = snapshot_path / "src"
+    return f"{workdir}/src" if src.is_dir() and any(src.glob("*/__init__.py")) else workdir
