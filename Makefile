@@ -42,6 +42,8 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_tools.py
+	$(BIN)/python benchmarks/bench_agent_loop.py
+	$(BIN)/python benchmarks/bench_docker.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

@@ -11,6 +11,7 @@ repositories only: projects that compile extensions need the Docker images.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -48,6 +49,16 @@ def python_env(task: Any) -> Path | None:
     env = cache_root() / "envs" / f"{safe}-{specs['python']}-{key}"
     if (env / ".ha-ready").is_file():
         return env
+    env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.with_name(env.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # threads and processes building the same env wait for one
+        if (env / ".ha-ready").is_file():
+            return env
+        _build(task, specs, env)
+    return env
+
+
+def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     python = pyenv_python(str(specs["python"]))
     tmp = env.with_name(env.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -93,7 +104,6 @@ def python_env(task: Any) -> Path | None:
     tmp.rename(env)
     _fix_paths(env, tmp)
     (env / ".ha-ready").write_text(task.instance_id)
-    return env
 
 
 def _release(version: str) -> str:

@@ -1,0 +1,110 @@
+"""Real-instance environments: a venv from the matching pyenv Python (local sandbox) and the same
+environment inside a Docker image; the code under test is always the work copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ha_envs.grading.grader import Grader, docker_sandbox_factory
+from ha_envs.sandbox import make_sandbox
+from ha_envs.sandbox.pyenv import pyenv_python, python_env
+from ha_envs.task import EnvironmentSpec, Task, TestSpec
+
+
+def _pypi_reachable() -> bool:
+    proc = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "-q", "-d", "/tmp/ha-pypi-probe",
+                           "iniconfig==2.0.0"], capture_output=True, timeout=120)
+    return proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def real_task(tmp_path_factory):
+    try:
+        pyenv_python("3.9")
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no pyenv Python 3.9: {exc}")
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable: the environment cannot be built")
+    root = tmp_path_factory.mktemp("acme")
+    repo = root / "repo"
+    (repo / "acme").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "setup.py").write_text("from setuptools import setup\nsetup(name='acme', version='1.0', packages=['acme'], "
+                                   "install_requires=['iniconfig==2.0.0'])\n")
+    (repo / "acme" / "__init__.py").write_text("import sys\n\n\ndef double(x):\n    return x + x + 1\n\n\n"
+                                               "def version():\n    return sys.version_info[:2]\n")
+    (repo / "tests" / "test_acme.py").write_text("import iniconfig\nfrom acme import version\n\n\n"
+                                                 "def test_version():\n    assert version() == (3, 9)\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], cwd=repo, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+    def diff(edit):
+        work = root / "w"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(repo, work)
+        edit(work)
+        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+        return subprocess.run(["git", "diff", "--cached"], cwd=work, capture_output=True, text=True).stdout
+
+    gold = diff(lambda w: (w / "acme" / "__init__.py").write_text(
+        (repo / "acme" / "__init__.py").read_text().replace("x + x + 1", "x + x")))
+    hidden = diff(lambda w: (w / "tests" / "test_double.py").write_text(
+        "from acme import double\n\n\ndef test_double():\n    assert double(2) == 4\n"))
+    mirror = root / "mirrors" / "acme+calc"
+    mirror.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "repo")], check=True)
+    os.environ["HA_REPOS_DIR"] = str(root / "mirrors")
+    return Task(instance_id="acme__calc-1", benchmark="swebench_verified", language="python",
+                problem_statement="double(2) returns 5", repo="acme/calc", base_commit=base, gold_patch=gold,
+                tests=TestSpec(hidden, ("tests/test_double.py::test_double",), ("tests/test_acme.py::test_version",),
+                               "pytest -rA tests", "swebench:psf/requests", timeout_s=300),
+                environment=EnvironmentSpec(extra={"specs": {"python": "3.9", "packages": "pytest",
+                                                             "install": "python -m pip install ."}}),
+                metadata={"version": "1.0"})
+
+
+def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
+    env = python_env(real_task)
+    assert (env / ".ha-ready").is_file() and python_env(real_task) == env  # cached
+    sb = make_sandbox("local", real_task)
+    try:
+        sb.start()
+        assert sb.run("python --version").output.strip().startswith("Python 3.9.")
+        sb.run("sed -i 's/x + x + 1/x * 2/' acme/__init__.py")
+        assert sb.run("python -c 'import acme; print(acme.double(3), acme.__file__)'").output.split()[0] == "6"
+        assert "site-packages" not in sb.run("python -c 'import acme; print(acme.__file__)'").output
+    finally:
+        sb.close()
+    g = Grader()
+    assert g.grade(real_task, real_task.gold_patch).resolved
+    assert not g.grade(real_task, "").resolved
+
+
+def test_docker_env_image_gives_the_same_verdicts(real_task):
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import build_base_image
+    try:
+        build_base_image(docker_client(timeout=30))
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no docker: {exc}")
+    sb = make_sandbox("docker", real_task, warm=0)
+    try:
+        sb.start()
+        assert sb.run("python --version").output.strip().startswith("Python 3.9.")
+        assert "1 passed" in sb.run("pytest -q tests/test_acme.py 2>&1 | tail -1").output  # asserts Python 3.9
+    finally:
+        sb.close()
+    g = Grader(docker_sandbox_factory())
+    assert g.grade(real_task, real_task.gold_patch).resolved
+    assert not g.grade(real_task, "").resolved
