@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -62,14 +60,15 @@ def real_task(tmp_path_factory):
     mirror = root / "mirrors" / "acme+calc"
     mirror.mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "repo")], check=True)
-    os.environ["HA_REPOS_DIR"] = str(root / "mirrors")
-    return Task(instance_id="acme__calc-1", benchmark="swebench_verified", language="python",
-                problem_statement="double(2) returns 5", repo="acme/calc", base_commit=base, gold_patch=gold,
-                tests=TestSpec(hidden, ("tests/test_double.py::test_double",), ("tests/test_acme.py::test_version",),
-                               "pytest -rA tests", "swebench:psf/requests", timeout_s=300),
-                environment=EnvironmentSpec(extra={"specs": {"python": "3.9", "packages": "pytest",
-                                                             "install": "python -m pip install ."}}),
-                metadata={"version": "1.0"})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
+        yield Task(instance_id="acme__calc-1", benchmark="swebench_verified", language="python",
+                   problem_statement="double(2) returns 5", repo="acme/calc", base_commit=base, gold_patch=gold,
+                   tests=TestSpec(hidden, ("tests/test_double.py::test_double",), ("tests/test_acme.py::test_version",),
+                                  "pytest -rA tests", "swebench:psf/requests", timeout_s=300),
+                   environment=EnvironmentSpec(extra={"specs": {"python": "3.9", "packages": "pytest",
+                                                                "install": "python -m pip install ."}}),
+                   metadata={"version": "1.0"})
 
 
 def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
