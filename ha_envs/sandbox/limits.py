@@ -114,12 +114,21 @@ class Limits:
         return 0
 
     def at_pid_limit(self) -> bool:
+        """The process limit is (nearly) full now, or refused a fork since the last check (the
+        cgroup's ``pids.events`` counter: a fork bomb that is thinning out still counts)."""
         if self.pids_current is None:
             return False
         try:
-            return int(self.pids_current.read_text()) >= self.max_pids - 2
-        except (OSError, ValueError):
+            if int(self.pids_current.read_text()) >= self.max_pids - 2:
+                return True
+            events = self.pids_current.with_name("pids.events")
+            if not events.exists():
+                return False
+            refused = int(events.read_text().split()[1])
+        except (OSError, ValueError, IndexError):
             return False
+        hit, self._refused = refused > getattr(self, "_refused", 0), refused
+        return hit
 
     def pids(self, session_id: int | None = None) -> list[int]:
         """Processes under these limits: the cgroup's members, else the session's members."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,16 @@ import pytest
 from ha_envs.benchmarks import as_list, load_benchmark, unwrap_statement
 from ha_envs.task import TaskError
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+def _data_dir() -> Path:
+    """$HA_DATA_DIR, else ../shared/data beside the checkout, else the workspace's copy."""
+    for cand in (os.environ.get("HA_DATA_DIR"), Path(__file__).resolve().parents[3] / "shared" / "data",
+                 "/work/shared/data"):
+        if cand and Path(cand, "MANIFEST.json").is_file():
+            return Path(cand)
+    return Path("/nonexistent")
+
+
+DATA = _data_dir()
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not present")
 
 
