@@ -201,3 +201,9 @@ def test_bundled_suite_in_docker_gold_and_null():
     results = validate_tasks(load_suite("mini"), workers=2, grader=Grader(docker_sandbox_factory()))
     bad = [(r.instance_id, r.problems) for r in results if not r.ok]
     assert not bad and len(results) == 12
+
+
+def test_exit_restarts_the_shell_with_a_note(box):
+    r = box.run("cd /tmp; exit 3")
+    assert r.exit_code == 3 and any("a new shell was started in /testbed" in n for n in r.notes)
+    assert box.run("pwd").output.strip() == "/testbed"
