@@ -172,8 +172,12 @@ def decide(report: GradeReport, task: Task, statuses: dict[str, str]) -> None:
     report.fail_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.fail_to_pass}
     report.pass_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.pass_to_pass}
     if task.tests.log_parser == "r2e":
-        expected = task.metadata.get("expected_output") or {}
-        report.resolved = bool(expected) and statuses == expected
+        from .parsers import decolor
+
+        expected = {decolor(k): v for k, v in (task.metadata.get("expected_output") or {}).items()}
+        got = {decolor(k): v for k, v in statuses.items()}
+        report.fail_to_pass = {t: got.get(t, "MISSING") for t in expected}
+        report.resolved = bool(expected) and got == expected
     else:
         kept = (PASSED,) if task.tests.log_parser == "pro" else (PASSED, SKIPPED, XFAIL)
         f2p_ok = all(s == PASSED for s in report.fail_to_pass.values())

@@ -24,10 +24,37 @@ def register(name: str) -> Callable[[Parser], Parser]:
     return deco
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def decolor(name: str) -> str:
+    return _ANSI.sub("", name)
+
+
+def parse_r2e(log: str) -> dict[str, str]:
+    """R2E-Gym's reading of a ``pytest -rA`` log: only the ``short test summary info`` section; a
+    test's name is the part after the file (``Class::test`` -> ``Class.test``), without colour
+    codes and without the `` - reason`` suffix; PASSED, FAILED or ERROR."""
+    if "short test summary info" not in log:
+        return {}
+    out: dict[str, str] = {}
+    for line in log.split("short test summary info", 1)[1].splitlines():
+        line = decolor(line).strip()
+        status, _, ref = line.partition(" ")
+        if status not in (PASSED, FAILED, ERROR):
+            continue
+        parts = ref.split("::")
+        name = ".".join(parts[1:]) if len(parts) > 1 else ref
+        out[name.split(" - ")[0].strip()] = status
+    return out
+
+
 def get_parser(name: str) -> Parser:
     """A parser by name; ``swebench:<owner/repo>`` is that repo's official parser from ``swebench<5``."""
     if name.startswith("swebench:"):
         return swebench_parser(name.split(":", 1)[1])
+    if name == "r2e":
+        return parse_r2e
     try:
         return PARSERS[name]
     except KeyError:

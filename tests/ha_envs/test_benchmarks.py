@@ -130,3 +130,21 @@ def test_official_swebench_parsers_are_used():
     assert get_parser("swebench:django/django")(django) == {"test_a (x.tests.T)": "PASSED", "test_b (x.tests.T)": "FAILED"}
     with pytest.raises(KeyError, match="no log parser"):
         get_parser("swebench:nobody/nothing")
+
+
+def test_r2e_log_reading_and_exact_match_rule():
+    from ha_envs.grading.parsers import get_parser
+    log = ("collected 3 items\n\x1b[1mtest_a\x1b[0m PASSED\n"
+           "=========================== short test summary info ============================\n"
+           "PASSED r2e_tests/test_1.py::TestFont::\x1b[1mtest_save\x1b[0m\n"
+           "FAILED r2e_tests/test_1.py::test_load - AssertionError: boom\n"
+           "ERROR r2e_tests/test_2.py\n========== 1 failed, 1 passed in 0.1s ==========\n")
+    assert get_parser("r2e")(log) == {"TestFont.test_save": "PASSED", "test_load": "FAILED",
+                                      "r2e_tests/test_2.py": "ERROR"}
+    task = load_benchmark("r2e")[0]
+    expected = task.metadata["expected_output"]  # keys carry ANSI bold codes, as R2E stores them
+    summary = "\n".join(f"{v} r2e_tests/test_x.py::{k}" for k, v in expected.items())
+    parsed = get_parser("r2e")("== short test summary info ==\n" + summary)
+    assert _report(task, parsed)
+    assert not _report(task, {**parsed, "test_extra": "PASSED"})
+    assert not _report(task, {k: "FAILED" for k in parsed})
