@@ -103,7 +103,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for /testbed."""
     import docker.errors
 
-    from .docker import LABEL, retrying
+    from .docker import LABEL, owner, retrying
     from .pyenv import python_env, source_root
 
     base = base or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
@@ -120,7 +120,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
         if image_exists(client, tag):
             return tag
         c = retrying(lambda: client.containers.create(base, command=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build"}))
+                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
         try:
             c.start()
             for d in (interp, venv):
@@ -141,7 +141,7 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) ->
     """The task's snapshot image (built once, cached by content) and its host snapshot."""
     import docker.errors
 
-    from .docker import LABEL, retrying
+    from .docker import LABEL, owner, retrying
 
     env = env_image(client, task, env_image_name)
     snapshot = prepare_snapshot(task)
@@ -156,7 +156,7 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) ->
         if image_exists(client, tag):
             return tag, snapshot
         c = retrying(lambda: client.containers.create(env, command=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build"}))
+                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
         try:
             c.start()
             c.exec_run(["rm", "-rf", "/testbed"])
