@@ -23,11 +23,16 @@ import platform
 import statistics
 import tempfile
 import time
+from functools import partial
 
 from ha_agents.chat_template import CHATML
 from ha_agents.toy_tokenizer import toy_tokenizer
 from ha_envs.harness import TOOLS
 from ha_envs.loaders import load_suite
+
+import timing
+
+median_ms = partial(timing.median_ms, warmup=1)
 
 TOOL_OUTPUT = "\n".join(f"    {i:4d}\tdef handler_{i}(request, *args):  # returns the parsed value or None" for i in range(40))
 
@@ -44,16 +49,6 @@ def conversation(tokenizer, target_tokens: int) -> tuple[list[dict], list[dict]]
         n += step
         i += 1
     return msgs, tools
-
-
-def median_ms(fn, reps: int) -> float:
-    fn()
-    samples = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
 
 
 def bookkeeping(reps: int) -> list[tuple[int, int, float, float]]:

@@ -25,16 +25,7 @@ import time
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox.docker import DockerSandbox, DockerSandboxConfig
 
-
-def median_ms(fn, n: int) -> float:
-    for _ in range(min(10, n)):
-        fn()
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
+from timing import median_ms
 
 
 def episode(sb: DockerSandbox, think_s: float) -> None:

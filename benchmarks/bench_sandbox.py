@@ -15,26 +15,18 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import subprocess
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import LocalSandbox, LocalSandboxConfig, bwrap_available
 from ha_envs.task import Task, TestSpec
 
+import timing
 
-def median_ms(fn, n: int) -> float:
-    for _ in range(min(50, n)):
-        fn()
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
+median_ms = partial(timing.median_ms, warmup=50)
 
 
 def synthetic_task(root: Path, files: int) -> Task:

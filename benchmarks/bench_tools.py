@@ -21,9 +21,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import tempfile
-import time
+from functools import partial
 
 import ha_envs
 from ha_envs.actions import ToolCall
@@ -32,20 +31,13 @@ from ha_envs.harness.spec import Component
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import bwrap_available
 
+import timing
+
+median_ms = partial(timing.median_ms, warmup=20)
+
 TOOLS_ONLY = HarnessSpec(name="tools-only", tools=tuple(Component(n) for n in (
     "bash", "read_file", "edit_file", "search", "submit")), hooks=())
 OLD, NEW = "class TTLCache", "class TTLCache "
-
-
-def median_ms(fn, n: int) -> float:
-    for _ in range(min(20, n)):
-        fn()
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
 
 
 class Stepper:

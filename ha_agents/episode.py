@@ -3,6 +3,7 @@ AgentLoop, as a trajectory record (the line format of ``trajectories.jsonl``).""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,16 +49,22 @@ class TokenMode:
     context_tokens: int = 65536
 
     def loop(self, client: LLMClient, max_turns: int) -> AgentLoop:
-        from tokenizers import Tokenizer
-
         if self.template not in TEMPLATES:
             raise ValueError(f"unknown chat template {self.template!r}; available: {', '.join(TEMPLATES)}")
         path = Path(self.tokenizer)
         path = path / "tokenizer.json" if path.is_dir() else path
         if not path.is_file():
             raise ValueError(f"no tokenizer file at {path}")
-        return AgentLoop(client, TEMPLATES[self.template], Tokenizer.from_file(str(path)),
+        return AgentLoop(client, TEMPLATES[self.template], _load_tokenizer(str(path.resolve())),
                          LoopConfig(max_turns=max_turns, context_tokens=self.context_tokens))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_tokenizer(path: str) -> Any:
+    """One load per tokenizer file and process, not one per episode (``encode`` is thread-safe)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(path)
 
 
 def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",

@@ -67,10 +67,11 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
     spec.save(out / "harness.yaml")
     collect(tasks, group_size=runs, agent=policy, harness=spec, log=log, sandbox=sandbox, workers=workers,
             executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=False, token_mode=token_mode)
-    model_name = make_agent(policy).name
+    ids = {t.instance_id for t in tasks}
+    model_name = next((r["model"] for r in log.records if r["instance_id"] in ids and r.get("model")), policy)
     summary = summarize(log.records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)
     write_predictions(log.records, out, runs, model_name)
-    write_traj_json([r for r in log.records if r["instance_id"] in {t.instance_id for t in tasks}], out)
+    write_traj_json([r for r in log.records if r["instance_id"] in ids], out)
     (out / "summary.json").write_text(json.dumps(summary.__dict__, indent=2) + "\n")
     return summary
 

@@ -214,7 +214,7 @@ class RepairEnv(gym.Env):
             self.timings["sandbox_s"] += time.monotonic() - t0
         except SandboxError as exc:
             return self._infra_failure("sandbox_error", str(exc))
-        obs = [self._tool_message(call, _render_result(result))]
+        obs = [tool_message(call, result.render())]
         return self._after_action(obs)
 
     def _after_action(self, obs: list[dict[str, Any]]):
@@ -231,11 +231,6 @@ class RepairEnv(gym.Env):
         if self.format_errors >= self.max_format_errors:
             return self._finish("format_errors", terminated=True, obs=obs)
         return self._after_action(obs)
-
-    def _tool_message(self, call: ToolCall, text: str) -> dict[str, Any]:
-        if call.call_id is not None:
-            return message("tool", text, "tool", tool_call_id=call.call_id, name=call.name)
-        return message("user", text, "tool", name=call.name)
 
     def _finish(self, reason: str, terminated: bool, obs: list[dict[str, Any]] | None = None):
         """End the episode: grade the work copy (unless the agent never could) and report."""
@@ -308,12 +303,12 @@ class RepairEnv(gym.Env):
         super().close()
 
 
-def _render_result(result) -> str:
-    parts = [f"<returncode>{result.exit_code}</returncode>"]
-    for note in result.notes:
-        parts.append(f"<note>{note}</note>")
-    parts.append(f"<output>\n{result.output}</output>")
-    return "\n".join(parts)
+def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
+    """A tool's answer: ``role="tool"`` echoing the call id when the call had one, else a user turn."""
+    extra = {} if ok else {"error": True}
+    if call.call_id is not None:
+        return message("tool", text, "tool", tool_call_id=call.call_id, name=call.name, **extra)
+    return message("user", text, "tool", name=call.name, **extra)
 
 
 def make(task: Task | str | None = None, harness: Any = "h0", sandbox: str | SandboxMaker = "local",

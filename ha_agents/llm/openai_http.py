@@ -21,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from .base import Completion, LLMError, TransientLLMError, api_messages
 
@@ -87,8 +87,6 @@ class OpenAIClient:
                             retry=retry_if_exception_type(TransientLLMError))(once)
         except TransientLLMError as exc:
             raise LLMError(f"{c.model}: gave up after {attempts} attempts: {exc}") from exc
-        except RetryError as exc:  # pragma: no cover - reraise=True makes this unreachable
-            raise LLMError(str(exc)) from exc
         out = _chat_completion(data) if prompt_ids is None else _text_completion(data)
         out.attempts = attempts
         out.latency_s = time.monotonic() - t0

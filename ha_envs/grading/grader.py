@@ -65,18 +65,19 @@ SandboxFactory = Callable[[Snapshot, Path, Task], Sandbox]
 """(snapshot, grading root holding the prepared ``testbed`` copy, task) -> a fresh sandbox on it."""
 
 
+def tests_need_network(task: Task | None) -> bool:
+    """Real-benchmark tests run with network, as the official harnesses run them (some
+    PASS_TO_PASS tests open connections); the agent's own sandbox stays offline either way."""
+    return task is not None and bool((task.environment.extra or {}).get("specs"))
+
+
 def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFactory:
     def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
         cfg = config or LocalSandboxConfig()
-        if cfg.python_env is None and task is not None:
-            from ..sandbox.pyenv import python_env
-
-            env = python_env(task)
-            if env is not None:
-                # As the official harness does, real-benchmark tests run with network (some
-                # PASS_TO_PASS tests open connections); the agent's own sandbox stays offline.
-                cfg = dataclasses.replace(cfg, python_env=str(env), network=True)
-        return LocalSandbox(snapshot=snapshot, config=cfg, work_root=root)
+        if tests_need_network(task):
+            cfg = dataclasses.replace(cfg, network=True)
+        # Given the task, the sandbox also finds the task's Python environment (real instances).
+        return LocalSandbox(task, config=cfg, snapshot=snapshot, work_root=root)
     return make
 
 
@@ -89,8 +90,8 @@ def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
 
         cfg = config or DockerSandboxConfig()
         image = env_image(docker_client(), task, cfg.image)
-        real = task is not None and bool((task.environment.extra or {}).get("specs"))
-        return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0, "network": cfg.network or real}),
+        return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0,
+                                                          "network": cfg.network or tests_need_network(task)}),
                              image=image, role="grader", mounts={str(root / "testbed"): cfg.mount_point},
                              snapshot=snapshot)
     return make

@@ -348,11 +348,6 @@ class Toolbox(object):
             out = out[:MAX_OUTPUT_CHARS] + "\n[diff cut at %d chars; pass path=... to see one file.]" % MAX_OUTPUT_CHARS
         return out, {"empty": False}
 
-    def op_changed_files(self, args):
-        out = self.git_diff(stat=False)
-        files = re.findall(r"^\+\+\+ b/(.+)$", out, re.M) + re.findall(r"^--- a/(.+)\n\+\+\+ /dev/null$", out, re.M)
-        return "\n".join(files), {"files": files, "diff_chars": len(out)}
-
     def op_fingerprint(self, args):
         """A cheap value that changes whenever a file of the work copy changes."""
         proc = subprocess.Popen(GIT + ["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"],

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..sandbox.base import RunResult, Sandbox
+from ..sandbox.base import Sandbox
 from .state import EpisodeState, looks_like_test_run
 from .toolbox import ToolboxClient, ToolboxError
 
@@ -72,19 +72,12 @@ def _desc(d: dict[str, Any], text: str) -> dict[str, Any]:
 
 # -- implementations ---------------------------------------------------------------------------
 
-def render_run(result: RunResult) -> str:
-    parts = [f"<returncode>{result.exit_code}</returncode>"]
-    parts += [f"<note>{n}</note>" for n in result.notes]
-    parts.append(f"<output>\n{result.output}</output>")
-    return "\n".join(parts)
-
-
 def _shell(ctx: ToolContext, command: str, timeout: float) -> ToolOutput:
     # The fingerprint after the previous shell command is still valid unless a file tool edited
     # since (ToolsWrapper clears it then): one git status per command instead of two.
     before = (ctx.state.fingerprint or _fingerprint(ctx)) if ctx.state.track_edits else None
     result = ctx.sandbox.run(command, timeout=timeout)
-    out = ToolOutput(render_run(result), ok=result.exit_code == 0 and not result.timed_out,
+    out = ToolOutput(result.render(), ok=result.exit_code == 0 and not result.timed_out,
                      tested=looks_like_test_run(command), data={"exit_code": result.exit_code, "timed_out": result.timed_out})
     if before is not None:
         after = _fingerprint(ctx)
@@ -137,7 +130,7 @@ def run_tests(ctx: ToolContext, args: dict[str, Any], opts: dict[str, Any]) -> T
     result = ctx.sandbox.run(command, timeout=float(opts["timeout_s"]), head_bytes=2048,
                              tail_bytes=int(opts["output_tail_bytes"]))
     head = f"Runner: {sel.data['framework']}\nSelected tests:\n{chosen or '  (the packages you changed)'}\n$ {command}\n"
-    return ToolOutput(head + render_run(result), ok=result.exit_code == 0 and not result.timed_out, tested=True,
+    return ToolOutput(head + result.render(), ok=result.exit_code == 0 and not result.timed_out, tested=True,
                       data={"command": command, "exit_code": result.exit_code, "selected": sel.data["selected"]})
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..actions import FormatError, ToolCall
-from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv
+from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv, tool_message
 from ..messages import message
 from ..sandbox.base import SandboxError
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
@@ -27,13 +27,6 @@ from .spec import HarnessSpec, load_spec, resolved_params
 from .state import EpisodeState, Step, digest
 from .toolbox import ToolboxClient
 from .tools import TOOLS, Tool, ToolContext, ToolOutput, run_bash, run_check
-
-
-def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
-    extra = {} if ok else {"error": True}
-    if call.call_id is not None:
-        return message("tool", text, "tool", tool_call_id=call.call_id, name=call.name, **extra)
-    return message("user", text, "tool", name=call.name, **extra)
 
 
 class ToolsWrapper(gym.Wrapper):

@@ -31,6 +31,13 @@ class RunResult:
     notes: tuple[str, ...] = ()
     """What the sandbox did besides running the command (processes killed, shell restarted)."""
 
+    def render(self) -> str:
+        """The observation text a tool call shows the model."""
+        parts = [f"<returncode>{self.exit_code}</returncode>"]
+        parts += [f"<note>{n}</note>" for n in self.notes]
+        parts.append(f"<output>\n{self.output}</output>")
+        return "\n".join(parts)
+
 
 @runtime_checkable
 class Sandbox(Protocol):

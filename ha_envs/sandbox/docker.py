@@ -32,9 +32,10 @@ from typing import Any, Callable, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .base import RunResult, SandboxError, decode_output
+from .base import RunResult, SandboxError
 from .limits import now_ticks
-from .shell import PersistentShell, ansi_c_quote
+from .shell import PersistentShell, ansi_c_quote, to_result
+from .workcopy import diff_script
 
 T = TypeVar("T")
 LABEL = "harnessadapt"
@@ -337,16 +338,7 @@ class DockerSandbox:
                 cap.exit_code = rc if rc is not None and rc >= 0 else -1
             self._stop_shell()
             self._start_shell()
-        if cap.timed_out:
-            notes.insert(0, f"command timed out after {timeout:g}s; it and every process it started were killed")
-        data, truncated = bytes(cap.head) + bytes(cap.tail), False
-        if cap.total > len(data):
-            cut = cap.total - len(data)
-            data = (bytes(cap.head) + f"\n[... {cut} bytes of output cut ({cap.total} in all); first "
-                    f"{len(cap.head)} and last {len(cap.tail)} kept ...]\n".encode() + bytes(cap.tail))
-            truncated = True
-        exit_code = 124 if cap.timed_out else (cap.exit_code if cap.exit_code is not None else -1)
-        return RunResult(decode_output(data), exit_code, cap.timed_out, truncated, time.monotonic() - t0, tuple(notes))
+        return to_result(cap, timeout, time.monotonic() - t0, notes)
 
     def _kill_since(self, ticks: int) -> None:
         """SIGKILL every process in the container started at or after ``ticks`` (boot-clock ticks,
@@ -356,9 +348,9 @@ class DockerSandbox:
                   f"read -r s < \"$d/stat\" 2>/dev/null || continue; s=${{s##*) }}; set -- $s; "
                   f"[ \"${{20}}\" -ge {ticks} ] 2>/dev/null && kill -9 \"$p\" 2>/dev/null; done; true")
         for _ in range(3):
-            self._exec(script, timeout=30)
+            self._exec(script)
 
-    def _exec(self, script: str, timeout: float = 120) -> tuple[int, bytes]:
+    def _exec(self, script: str) -> tuple[int, bytes]:
         """A separate process in the container (not the agent's shell)."""
         self._check_container()
         try:
@@ -399,14 +391,7 @@ class DockerSandbox:
             raise OSError(f"cannot write {path}: the daemon refused the archive")
 
     def diff(self) -> str:
-        base = self.snapshot.base_commit if self.snapshot is not None else "HEAD"
-        script = (
-            "set -e; export GIT_INDEX_FILE=\"$(mktemp)\"; unset GIT_DIR GIT_WORK_TREE; "
-            "G='git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false -c safe.directory=*'; "
-            "cp .git/index \"$GIT_INDEX_FILE\" 2>/dev/null || true; $G add -A >/dev/null 2>&1; "
-            f"exec $G diff --cached --binary --no-color --no-ext-diff --no-textconv {base}"
-        )
-        rc, out = self._exec(script)
+        rc, out = self._exec(diff_script(self.snapshot.base_commit if self.snapshot is not None else "HEAD"))
         if rc != 0:
             raise SandboxError(f"git diff failed in the container: {out.decode(errors='replace').strip()[:500]}")
         return out.decode("utf-8", errors="surrogateescape")

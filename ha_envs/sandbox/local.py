@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
-from .base import RunResult, SandboxError, decode_output
+from .base import RunResult, SandboxError
 from .limits import Limits, now_ticks
-from .shell import PersistentShell, ansi_c_quote
-from .workcopy import Snapshot, make_work_copy, prepare_snapshot, reset_in_place
+from .shell import PersistentShell, ansi_c_quote, to_result
+from .workcopy import Snapshot, diff_script, make_work_copy, prepare_snapshot, reset_in_place
 
 log = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -268,17 +268,7 @@ class LocalSandbox:
                 raise SandboxError(f"the sandbox shell was killed (signal {-rc if rc else '?'}) while running a command")
         if self.limits is limits and limits.at_pid_limit():
             notes.append(self._clear_pid_limit(limits, session, spare, "by this command"))
-        if cap.timed_out:
-            notes.insert(0, f"command timed out after {timeout:g}s; it and every process it started were killed")
-        data, truncated = bytes(cap.head) + bytes(cap.tail), False
-        if cap.total > len(data):
-            cut = cap.total - len(data)
-            data = (bytes(cap.head) + f"\n[... {cut} bytes of output cut ({cap.total} in all); first "
-                    f"{len(cap.head)} and last {len(cap.tail)} kept ...]\n".encode() + bytes(cap.tail))
-            truncated = True
-        exit_code = 124 if cap.timed_out else (cap.exit_code if cap.exit_code is not None else -1)
-        return RunResult(decode_output(data), exit_code, cap.timed_out, truncated,
-                         time.monotonic() - t0, tuple(notes))
+        return to_result(cap, timeout, time.monotonic() - t0, notes)
 
     def _clear_pid_limit(self, limits: Limits, session: int | None, spare: set[int], when: str) -> str:
         """A fork bomb (or a runaway pool) filled the process limit: everything the shell started
@@ -324,14 +314,7 @@ class LocalSandbox:
     def diff(self) -> str:
         """The agent's changes against the base commit (new files included, build outputs
         excluded), computed in a fresh sandboxed process with a throwaway index."""
-        base = self.snapshot.base_commit
-        script = (
-            "set -e; export GIT_INDEX_FILE=\"$(mktemp)\"; unset GIT_DIR GIT_WORK_TREE; "
-            "G='git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false'; "
-            "cp .git/index \"$GIT_INDEX_FILE\" 2>/dev/null || true; $G add -A >/dev/null 2>&1; "
-            f"exec $G diff --cached --binary --no-color --no-ext-diff --no-textconv {base}"
-        )
-        rc, out = self._oneoff(script)
+        rc, out = self._oneoff(diff_script(self.snapshot.base_commit))
         if rc != 0:
             raise SandboxError(f"git diff failed in the work copy: {out.decode(errors='replace').strip()[:500]}")
         return out.decode("utf-8", errors="surrogateescape")

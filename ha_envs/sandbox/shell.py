@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .base import SandboxError
+from .base import RunResult, SandboxError, decode_output
 
 _SAFE = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./,:=+@%^&*()[]{}<>|;~#!?$`\"")
 
@@ -162,6 +162,20 @@ class PersistentShell:
         except subprocess.TimeoutExpired:
             pass
         self.proc = None
+
+
+def to_result(cap: Captured, timeout: float, duration_s: float, notes: list[str]) -> RunResult:
+    """The RunResult of a captured command: head and tail with a note of what was cut, 124 on timeout."""
+    if cap.timed_out:
+        notes.insert(0, f"command timed out after {timeout:g}s; it and every process it started were killed")
+    data, truncated = bytes(cap.head) + bytes(cap.tail), False
+    if cap.total > len(data):
+        cut = cap.total - len(data)
+        data = (bytes(cap.head) + f"\n[... {cut} bytes of output cut ({cap.total} in all); first "
+                f"{len(cap.head)} and last {len(cap.tail)} kept ...]\n".encode() + bytes(cap.tail))
+        truncated = True
+    exit_code = 124 if cap.timed_out else (cap.exit_code if cap.exit_code is not None else -1)
+    return RunResult(decode_output(data), exit_code, cap.timed_out, truncated, duration_s, tuple(notes))
 
 
 def _feed(cap: Captured, data: bytes, head_cap: int, tail_cap: int) -> None:

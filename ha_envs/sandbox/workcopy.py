@@ -147,6 +147,18 @@ def find_mirror(repo: str, repos_dir: Path | None) -> Path | None:
     return None
 
 
+def diff_script(base: str) -> str:
+    """Shell script, run at the work copy's root, printing its changes against ``base`` as a git
+    patch (new files included, binary hunks too) through a throwaway index, so the agent's own index
+    and git config cannot change it."""
+    return (
+        "set -e; export GIT_INDEX_FILE=\"$(mktemp)\"; unset GIT_DIR GIT_WORK_TREE; "
+        "G='git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false -c safe.directory=*'; "
+        "cp .git/index \"$GIT_INDEX_FILE\" 2>/dev/null || true; $G add -A >/dev/null 2>&1; "
+        f"exec $G diff --cached --binary --no-color --no-ext-diff --no-textconv {base}"
+    )
+
+
 def make_work_copy(snapshot: Snapshot, dest: Path) -> None:
     """A fresh, independent copy of the snapshot at ``dest`` (replaced if present)."""
     if dest.exists():
