@@ -274,7 +274,9 @@ class DockerSandbox:
 
     def _new_shell(self, container: Any) -> PersistentShell:
         argv = ["docker", "exec", "-i", "-w", self.workdir, container.id, "bash", "--noprofile", "--norc"]
-        shell = PersistentShell(argv, init_script="echo $$ > /tmp/.ha-shell-pid")
+        # `docker exec` carries stdout and stderr as two streams whose relative order is lost; one
+        # stream (as the local sandbox's single pipe) keeps a command's output in the order it was written.
+        shell = PersistentShell(argv, init_script="exec 2>&1; echo $$ > /tmp/.ha-shell-pid")
         shell.start()
         return shell
 

@@ -85,7 +85,7 @@ class PersistentShell:
                 on_timeout: Callable[[], None] | None = None, grace: float = 2.0) -> Captured:
         """Run one command. ``exit_code`` is None when the marker never came (shell stuck or dead)."""
         if not self.alive:
-            raise SandboxError("the sandbox shell is not running")
+            raise SandboxError("the sandbox shell died (it is not running)")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         # The marker is unguessable by the command (session nonce) and unique per command (seq).
         self._seq += 1

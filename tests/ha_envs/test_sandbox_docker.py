@@ -207,3 +207,10 @@ def test_exit_restarts_the_shell_with_a_note(box):
     r = box.run("cd /tmp; exit 3")
     assert r.exit_code == 3 and any("a new shell was started in /testbed" in n for n in r.notes)
     assert box.run("pwd").output.strip() == "/testbed"
+
+
+def test_stdout_and_stderr_keep_their_order(box):
+    """One stream, as in the local sandbox: test logs that mix both stay parseable line by line."""
+    r = box.run("for i in $(seq 300); do echo out$i; echo err$i >&2; done")
+    want = "".join(f"out{i}\nerr{i}\n" for i in range(1, 301))
+    assert r.output == want
