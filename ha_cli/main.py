@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -19,15 +20,25 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     src.add_argument("--benchmark", choices=["verified", "multilingual", "pro", "r2e"],
                      help="a real benchmark: from --data FILE, else $HA_DATA_DIR, else the Hugging Face hub")
     p.add_argument("--data", help="with --benchmark: a local parquet / jsonl / jsonl.gz file or a HF dataset name[@rev]")
+    p.add_argument("--repos", metavar="DIR",
+                   help="bare mirrors of the repositories (DIR/<owner>+<name>/repo or DIR/<owner>/<name>.git; "
+                        "sets $HA_REPOS_DIR); default: clone from GitHub")
+    p.add_argument("--pro-scripts", metavar="DIR",
+                   help="with --benchmark pro: a copy of scaleapi/SWE-bench_Pro-os (default $HA_PRO_SCRIPTS, "
+                        "else a mirror under $HA_REPOS_DIR)")
     p.add_argument("--instances", nargs="+", metavar="ID", help="only these instance ids")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
 
 
 def _tasks(args: argparse.Namespace):
+    if getattr(args, "repos", None):
+        if not Path(args.repos).is_dir():
+            raise TaskError(f"--repos {args.repos}: not a directory")
+        os.environ["HA_REPOS_DIR"] = str(Path(args.repos).resolve())  # read by snapshots, also in workers
     if getattr(args, "benchmark", None):
         from ha_envs.benchmarks import load_benchmark
 
-        tasks = load_benchmark(args.benchmark, source=args.data)
+        tasks = load_benchmark(args.benchmark, source=args.data, pro_scripts=args.pro_scripts)
         if args.instances:
             by_id = {t.instance_id: t for t in tasks}
             unknown = [i for i in args.instances if i not in by_id]

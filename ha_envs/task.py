@@ -54,6 +54,9 @@ class EnvironmentSpec:
     setup_commands: tuple[str, ...] = ()
     python_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    workdir: str = "/testbed"
+    """Where the repository sits inside an isolated sandbox (SWE-bench: ``/testbed``; SWE-bench Pro's
+    run scripts expect ``/app``)."""
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
     except GradingError as exc:
         res.ok, res.problems = False, [f"grading failed: {exc}"]
         return res
+    except Exception as exc:  # noqa: BLE001 - a task whose snapshot or environment cannot be built
+        res.ok, res.problems = False, [f"could not prepare the task: {type(exc).__name__}: {exc}"]
+        return res
     res.gold_status, res.empty_status = gold.status, empty.status
     res.seconds = round(gold.duration_s + empty.duration_s, 2)
     if not task.gold_patch.strip():

@@ -5,6 +5,8 @@ Steps: fresh copy of the task snapshot -> drop the patch's edits to hidden-test 
 test files to base and apply the hidden test patch -> run the test command in a fresh sandbox ->
 parse the log -> verdict.
 
+SWE-bench Pro runs Scale's per-instance run script and log parser (``pro.py``).
+
 Verdict rule (as swebench 5.x): a FAIL_TO_PASS test counts only if PASSED (skipped = failed); a
 PASS_TO_PASS test is kept if PASSED, SKIPPED or XFAIL; a test missing from the log failed.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..sandbox.base import Sandbox, SandboxError
+from ..sandbox.shell import ansi_c_quote
 from ..sandbox.local import LocalSandbox, LocalSandboxConfig
 from ..sandbox.workcopy import Snapshot, git, make_work_copy, prepare_snapshot
 from ..task import Task, patch_paths
@@ -68,7 +72,7 @@ SandboxFactory = Callable[[Snapshot, Path, Task], Sandbox]
 def tests_need_network(task: Task | None) -> bool:
     """Real-benchmark tests run with network, as the official harnesses run them (some
     PASS_TO_PASS tests open connections); the agent's own sandbox stays offline either way."""
-    return task is not None and bool((task.environment.extra or {}).get("specs"))
+    return task is not None and (bool((task.environment.extra or {}).get("specs")) or task.benchmark == "swebench_pro")
 
 
 def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFactory:
@@ -82,18 +86,17 @@ def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFa
 
 
 def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
-    """Grades in a fresh container of the task's environment image (never the agent's container),
-    with the prepared copy mounted at /testbed."""
-    def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
-        from ..sandbox.docker import DockerSandbox, DockerSandboxConfig, docker_client
-        from ..sandbox.images import env_image
+    """Grades in a fresh container of the task's snapshot image (never the agent's container): the
+    patch and the hidden tests are applied inside it (``Grader._in_place``), so an official image's
+    work copy is graded as built."""
+    def make(snapshot: Snapshot | None, root: Path | None, task: Task | None = None) -> Sandbox:
+        from ..sandbox.docker import DockerSandbox, DockerSandboxConfig
 
         cfg = config or DockerSandboxConfig()
-        image = env_image(docker_client(), task, cfg.image)
         return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0,
                                                           "network": cfg.network or tests_need_network(task)}),
-                             image=image, role="grader", mounts={str(root / "testbed"): cfg.mount_point},
-                             snapshot=snapshot)
+                             role="grader")
+    make.in_place = True  # type: ignore[attr-defined]
     return make
 
 
@@ -105,36 +108,81 @@ class Grader:
 
     def grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
         t0 = time.monotonic()
+        pro = task.tests.log_parser == "pro"
+        if pro and not task.tests.test_command:
+            raise GradingError(f"{task.instance_id}: SWE-bench Pro is graded with Scale's per-instance run "
+                               "scripts; none were found (set HA_PRO_SCRIPTS to a checkout of "
+                               "scaleapi/SWE-bench_Pro-os, or put its mirror under HA_REPOS_DIR)")
+        kept, dropped = filter_patch(patch, task)
+        if pro:  # Scale strips binary hunks and applies with `git apply` only
+            from .pro import strip_binary_hunks
+
+            kept, binary = strip_binary_hunks(kept)
+            dropped += [p for p in binary if p not in dropped]
+        report = GradeReport(task.instance_id, "unresolved", False, dropped_paths=dropped)
+        try:
+            if getattr(self.sandbox_factory, "in_place", False):
+                log, timed_out = self._in_place(task, kept, report, allow_fuzz=not pro)
+            else:
+                log, timed_out = self._on_host_copy(task, kept, report, snapshot, allow_fuzz=not pro)
+        except GradingError:
+            raise
+        except (OSError, SandboxError, KeyError) as exc:
+            raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
+        if report.status != "patch_failed":
+            report.log_tail = log[-4000:]
+            decide(report, task, get_parser(task.tests.log_parser)(log))
+            if timed_out and not report.resolved:
+                report.status = "tests_timed_out"
+        report.duration_s = time.monotonic() - t0
+        return report
+
+    def _on_host_copy(self, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None,
+                      allow_fuzz: bool) -> tuple[str, bool]:
+        """Prepare a copy of the snapshot on the host, then run the tests on it in a fresh sandbox."""
         snapshot = snapshot or prepare_snapshot(task)
         root = Path(tempfile.mkdtemp(prefix="ha-grade-"))
         try:
             copy = root / "testbed"
             make_work_copy(snapshot, copy)
-            kept, dropped = filter_patch(patch, task)
-            report = GradeReport(task.instance_id, "unresolved", False, dropped_paths=dropped)
             if kept.strip():
-                ok, how, err = apply_patch(copy, kept, root / "agent.patch")
+                ok, how, err = apply_patch(copy, kept, root / "agent.patch", allow_fuzz=allow_fuzz)
                 report.applied_with = how
                 if not ok:
                     report.status, report.error = "patch_failed", err
-                    report.duration_s = time.monotonic() - t0
-                    return report
+                    return "", False
             else:
                 report.applied_with = "empty"
             self._install_hidden_tests(task, snapshot, copy, root)
-            log, timed_out = self._run_tests(task, snapshot, root)
-            report.log_tail = log[-4000:]
-            decide(report, task, get_parser(task.tests.log_parser)(log))
-            if timed_out and not report.resolved:
-                report.status = "tests_timed_out"
-            report.duration_s = time.monotonic() - t0
-            return report
-        except GradingError:
-            raise
-        except (OSError, SandboxError, KeyError) as exc:
-            raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
+            return self._run_tests(task, snapshot, root)
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+    def _in_place(self, task: Task, kept: str, report: GradeReport, allow_fuzz: bool) -> tuple[str, bool]:
+        """Everything inside one fresh sandbox started from the task's snapshot image (Docker): the
+        image's own work copy is used as built, so official images keep their in-place builds."""
+        sandbox = self.sandbox_factory(None, None, task)
+        try:
+            sandbox.start()
+            sandbox.write_file(f"{GRADE_DIR}/agent.patch", _patch_bytes(kept))
+            sandbox.write_file(f"{GRADE_DIR}/test.patch", _patch_bytes(task.tests.test_patch))
+            if kept.strip():
+                res = sandbox.run(_apply_script(f"{GRADE_DIR}/agent.patch", allow_fuzz), timeout=300)
+                how = re.findall(r"^HA_APPLIED=(.*)$", res.output, re.M)
+                if not how or how[-1] == "failed":
+                    report.status, report.error = "patch_failed", _apply_error(res.output)
+                    return "", False
+                report.applied_with = how[-1]
+            else:
+                report.applied_with = "empty"
+            res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{GRADE_DIR}/test.patch"), timeout=300)
+            if "HA_TESTS_READY" not in res.output:
+                raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
+            res = sandbox.run(task.tests.test_command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD,
+                              tail_bytes=LOG_TAIL)
+            return res.output, res.timed_out
+        finally:
+            sandbox.close()
 
     def _install_hidden_tests(self, task: Task, snapshot: Snapshot, copy: Path, root: Path) -> None:
         for path in task.hidden_test_files:
@@ -155,11 +203,50 @@ class Grader:
         sandbox = self.sandbox_factory(snapshot, root, task)
         try:
             sandbox.start()
-            res = sandbox.run(task.tests.test_command, timeout=task.tests.timeout_s,
+            command = task.tests.test_command
+            if sandbox.workdir != task.environment.workdir:
+                # Not isolated (the copy is a host path): commands written for the task's workdir
+                # (Pro's run scripts `cd /app`) are pointed at the copy.
+                command = re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])",
+                                 sandbox.workdir, command)
+            res = sandbox.run(command, timeout=task.tests.timeout_s,
                               head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
             return res.output, res.timed_out
         finally:
             sandbox.close()
+
+
+GRADE_DIR = "/tmp/ha-grade"
+
+
+def _patch_bytes(patch: str) -> bytes:
+    if patch and not patch.endswith("\n"):
+        patch += "\n"
+    return patch.encode("utf-8", errors="surrogateescape")
+
+
+def _apply_script(path: str, allow_fuzz: bool) -> str:
+    """``git apply``, then (SWE-bench's fallback) ``patch --fuzz=5``; prints HA_APPLIED=<how>."""
+    q = ansi_c_quote(path)
+    fuzz = (f"elif command -v patch >/dev/null && patch --batch --fuzz=5 -p1 --dry-run -i {q} >/dev/null 2>&1 "
+            f"&& patch --batch --fuzz=5 -p1 -i {q} >/dev/null 2>&1; then echo 'HA_APPLIED=patch --fuzz=5'\n") if allow_fuzz else ""
+    return (f"if git apply --whitespace=nowarn {q} 2>{GRADE_DIR}/apply.err; then echo 'HA_APPLIED=git apply'\n"
+            f"{fuzz}else echo HA_APPLIED=failed; cat {GRADE_DIR}/apply.err; fi")
+
+
+def _apply_error(output: str) -> str:
+    text = "\n".join(l for l in output.splitlines() if not l.startswith("HA_APPLIED=")).strip()
+    return text or "patch does not apply"
+
+
+def _hidden_tests_script(paths: tuple[str, ...], test_patch: str) -> str:
+    """Hidden test files back to base (removed when new), then the test patch; HA_TESTS_READY."""
+    lines = []
+    for path in paths:
+        q = ansi_c_quote(path)
+        lines.append(f"if git cat-file -e HEAD:{q} 2>/dev/null; then git checkout HEAD -- {q}; else rm -rf -- {q}; fi")
+    lines.append(f"git apply --whitespace=nowarn {ansi_c_quote(test_patch)} && echo HA_TESTS_READY")
+    return " && ".join(f"{{ {l}; }}" for l in lines) if len(lines) > 1 else lines[0]
 
 
 def decide(report: GradeReport, task: Task, statuses: dict[str, str]) -> None:

@@ -55,6 +55,10 @@ def get_parser(name: str) -> Parser:
         return swebench_parser(name.split(":", 1)[1])
     if name == "r2e":
         return parse_r2e
+    if name == "pro":
+        from .pro import parse_output
+
+        return parse_output
     try:
         return PARSERS[name]
     except KeyError:

@@ -61,7 +61,8 @@ class DockerSandboxConfig:
     command_timeout_s: float = 120.0
     output_head_bytes: int = 8_000
     output_tail_bytes: int = 8_000
-    mount_point: str = "/testbed"
+    mount_point: str | None = None
+    """The work copy's path in the container; None: the task's ``environment.workdir``."""
     warm: int = 1
     """Containers kept started ahead for the next reset (0: start on demand)."""
     docker_timeout_s: float = 120.0
@@ -208,7 +209,7 @@ class DockerSandbox:
         global _reaped
         self.config = config or DockerSandboxConfig()
         self.task = task
-        self.workdir = self.config.mount_point
+        self.workdir = self.config.mount_point or (task.environment.workdir if task is not None else "/testbed")
         self.client = docker_client(self.config.docker_timeout_s)
         with _reap_lock:
             if not _reaped:
@@ -235,7 +236,7 @@ class DockerSandbox:
     def _create(self) -> Any:
         c = self.config
         kwargs = dict(
-            command=["sleep", "infinity"], detach=True, init=True, working_dir=self.workdir,
+            entrypoint=["sleep", "infinity"], detach=True, init=True, working_dir=self.workdir,
             network_mode="bridge" if c.network else "none", mem_limit=c.memory_bytes, memswap_limit=c.memory_bytes,
             pids_limit=c.max_pids, nano_cpus=int(c.cpus * 1e9), cap_drop=["ALL"],
             security_opt=["no-new-privileges"], environment=_ENV,

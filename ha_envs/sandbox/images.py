@@ -3,6 +3,9 @@
 - **Base image** (``harnessadapt/base:bookworm``): a Debian root file system made with
   ``debootstrap`` and loaded with ``docker import``, with what the bundled suite needs (Python and
   pytest, git, patch, Go, Node.js, cargo). Its tag carries a hash of the package list.
+- **Official images** (SWE-bench's ``swebench/sweb.eval.x86_64.*``, Pro's ``jefzda/sweap-images:*``,
+  R2E-Gym's): used as the environment when the daemon has them or can pull them
+  (``HA_OFFICIAL_IMAGES=auto|never|require``), else the environment is built.
 - **Snapshot images** (``harnessadapt/task:<id>-<key>``): an environment image plus the task's
   prepared work copy at ``/testbed`` (history ending at the base commit), committed once per task
   and keyed by the environment image's id and the snapshot's content. Every episode's container
@@ -97,15 +100,145 @@ def _tar_dir(src: Path, arcname: str) -> bytes:
     return buf.getvalue()
 
 
+OFFICIAL_POLICIES = ("auto", "never", "require")
+_pull_failed: dict[str, str] = {}
+CONDA_TESTBED = "/opt/miniconda3/envs/testbed/bin"
+OFFICIAL_LABEL = "harnessadapt.official"
+
+
+def official_policy() -> str:
+    policy = os.environ.get("HA_OFFICIAL_IMAGES", "auto")
+    if policy not in OFFICIAL_POLICIES:
+        raise SandboxError(f"HA_OFFICIAL_IMAGES={policy!r}: expected one of {', '.join(OFFICIAL_POLICIES)}")
+    return policy
+
+
+def official_image(client: Any, task: Any, policy: str | None = None) -> str | None:
+    """The benchmark's own image for ``task`` when it can be had: present in the daemon, else pulled
+    (one attempt per process and name; the failure is remembered). ``policy`` (default
+    ``$HA_OFFICIAL_IMAGES``): ``auto`` uses it when it can be had and builds otherwise, ``never``
+    always builds, ``require`` fails when it cannot be had."""
+    import docker.errors
+
+    policy = policy or official_policy()
+    name = (task.environment.extra or {}).get("official_image") if task is not None else None
+    if not name or policy == "never":
+        return None
+    if image_exists(client, name):
+        return name
+    if name not in _pull_failed:
+        repo, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
+        try:
+            client.images.pull(repo, tag=tag or "latest")
+            return name
+        except (docker.errors.APIError, docker.errors.DockerException) as exc:
+            _pull_failed[name] = str(exc).splitlines()[0][:300]
+    if policy == "require":
+        raise SandboxError(f"the official image {name} of {task.instance_id} is not in the daemon and cannot "
+                           f"be pulled ({_pull_failed[name]}); load it (`docker load`) or set HA_OFFICIAL_IMAGES=auto")
+    return None
+
+
+# Run inside an official image's work copy: keep it as built (compiled extensions, in-place builds,
+# venvs and all), end its history at the base commit (no other refs, remotes, reflog or later
+# objects). Changes the image left uncommitted (SWE-bench's pre-install edits, R2E's compatibility
+# patches) become one "environment" commit, and its untracked files (.venv, run_tests.sh) are
+# excluded, so the agent's diff holds only the agent's changes and applies to the same image.
+_SANITIZE = r"""
+set -e
+cd "$HA_WORKDIR"
+head=$(git rev-parse HEAD)
+if [ -n "$HA_BASE" ]; then
+  want=$(git rev-parse --verify -q "$HA_BASE^{commit}" || true)
+  if [ "$want" != "$head" ]; then
+    echo "the image's work copy is at $head, the task's base is $HA_BASE (${want:-not in the image})" >&2
+    exit 3
+  fi
+fi
+git status --porcelain --untracked-files=normal | sed -n 's/^?? //p' | sed 's#^#/#' >> .git/info/exclude
+git -c user.name=harnessadapt -c user.email=env@harnessadapt commit -q -a --no-verify   -m "environment (changes the official image left uncommitted)" >/dev/null 2>&1 || true
+git checkout -q -B main
+for ref in $(git for-each-ref --format='%(refname)'); do [ "$ref" = refs/heads/main ] || git update-ref -d "$ref"; done
+for r in $(git remote); do git remote remove "$r"; done
+git config core.logAllRefUpdates false
+git reflog expire --expire=now --all
+git gc -q --prune=now 2>/dev/null || echo "ha: git gc failed (incomplete history); later objects may remain" >&2
+rm -rf .git/logs
+git rev-parse HEAD
+"""
+
+
+def _official_snapshot(client: Any, task: Any, env: str) -> tuple[str, Snapshot]:
+    """The snapshot image of a task whose environment is an official image: its own work copy,
+    sanitized in place. The host holds no copy (``Snapshot.path`` names none)."""
+    from .docker import LABEL, owner, retrying
+
+    workdir = task.environment.workdir
+    key = hashlib.sha256(f"{client.images.get(env).id}\n{workdir}\n{task.base_commit}".encode()).hexdigest()[:12]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.instance_id.lower())[:80]
+    tag = f"harnessadapt/task:{safe}-o{key}"
+    with _lock(tag):
+        if image_exists(client, tag):
+            return tag, Snapshot(Path("/nonexistent/official-image"), client.images.get(tag).labels[f"{LABEL}.snapshot"])
+        c = retrying(lambda: client.containers.create(env, entrypoint=["sleep", "infinity"], network_mode="none",
+                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
+        try:
+            c.start()
+            rc, out = c.exec_run(["bash", "-c", _SANITIZE], environment={"HA_WORKDIR": workdir, "HA_BASE": task.base_commit or ""},
+                                 demux=True)
+            stdout, stderr = (out[0] or b"").decode(errors="replace"), (out[1] or b"").decode(errors="replace")
+            if rc != 0:
+                raise SandboxError(f"the official image {env} has no usable git work copy at {workdir}: {stderr.strip()[-500:]}")
+            base = stdout.strip().splitlines()[-1]
+            c.stop(timeout=1)
+            c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1],
+                     changes=[f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={base}", 'ENTRYPOINT ["sleep", "infinity"]'])
+        finally:
+            c.remove(force=True)
+        return tag, Snapshot(Path("/nonexistent/official-image"), base)
+
+
+def _official_env(client: Any, name: str) -> str:
+    """An official image made ready for our containers: SWE-bench's conda ``testbed`` env first on
+    PATH (its eval scripts activate it), git's safe.directory open, the image's entrypoint unused."""
+    from .docker import LABEL, owner, retrying
+
+    image_id = client.images.get(name).id
+    tag = f"harnessadapt/env:official-{image_id.split(':')[-1][:12]}"
+    with _lock(tag):
+        if image_exists(client, tag):
+            return tag
+        c = retrying(lambda: client.containers.create(name, entrypoint=["sleep", "infinity"], network_mode="none",
+                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
+        try:
+            c.start()
+            conda = c.exec_run(["test", "-x", f"{CONDA_TESTBED}/python"]).exit_code == 0
+            path = c.exec_run(["sh", "-c", "echo $PATH"]).output.decode().strip() or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            c.exec_run(["git", "config", "--system", "--add", "safe.directory", "*"])
+            c.stop(timeout=1)
+            changes = [f"LABEL {OFFICIAL_LABEL}={name}"]
+            if conda:
+                changes += [f"ENV PATH={CONDA_TESTBED}:/opt/miniconda3/bin:{path}", "ENV CONDA_DEFAULT_ENV=testbed"]
+            c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=changes)
+        finally:
+            c.remove(force=True)
+        return tag
+
+
 def env_image(client: Any, task: Any, base: str | None = None) -> str:
-    """The environment image of ``task``: ``base`` (the task's image, else the bundled base) plus,
-    for real Python instances, the interpreter and venv the local sandbox uses (built on the host by
-    ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for /testbed."""
+    """The environment image of ``task``: the benchmark's official image when it can be had (see
+    ``official_image``); else ``base`` (the task's image, else the bundled base) plus, for real
+    Python instances, the interpreter and venv the local sandbox uses (built on the host by
+    ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for the workdir."""
     import docker.errors
 
     from .docker import LABEL, owner, retrying
     from .pyenv import python_env, source_root
 
+    if base is None and task is not None:
+        official = official_image(client, task)
+        if official is not None:
+            return _official_env(client, official)
     base = base or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
     venv = python_env(task) if task is not None else None
     if venv is None:
@@ -115,11 +248,11 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     except docker.errors.ImageNotFound as exc:
         raise SandboxError(f"image {base} is missing; build it with `ha images build`") from exc
     interp = (venv / "bin" / "python").resolve().parent.parent
-    tag = f"harnessadapt/env:{hashlib.sha256(f'{base_id}|{venv}|{interp}'.encode()).hexdigest()[:12]}"
+    tag = f"harnessadapt/env:{hashlib.sha256(f'{base_id}|{venv}|{interp}|{task.environment.workdir}'.encode()).hexdigest()[:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
-        c = retrying(lambda: client.containers.create(base, command=["sleep", "infinity"], network_mode="none",
+        c = retrying(lambda: client.containers.create(base, entrypoint=["sleep", "infinity"], network_mode="none",
                                                       labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
         try:
             c.start()
@@ -128,7 +261,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
                 if not c.put_archive(str(d.parent), _tar_dir(d, d.name)):
                     raise SandboxError(f"could not copy {d} into the image")
             c.stop(timeout=1)
-            pythonpath = source_root("/testbed", prepare_snapshot(task).path)
+            pythonpath = source_root(task.environment.workdir, prepare_snapshot(task).path)
             c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=[
                 f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                 f"ENV VIRTUAL_ENV={venv}", f"ENV PYTHONPATH={pythonpath}"])
@@ -144,30 +277,35 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) ->
     from .docker import LABEL, owner, retrying
 
     env = env_image(client, task, env_image_name)
+    if OFFICIAL_LABEL in (client.images.get(env).labels or {}):
+        return _official_snapshot(client, task, env)
     snapshot = prepare_snapshot(task)
     try:
         env_id = client.images.get(env).id
     except docker.errors.ImageNotFound as exc:
         raise SandboxError(f"image {env} is missing; build it with `ha images build`") from exc
-    key = hashlib.sha256(f"{env_id}\n{snapshot.path.name}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{env_id}\n{snapshot.path.name}\n{task.environment.workdir}".encode()).hexdigest()[:12]
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.instance_id.lower())[:80]
     tag = f"harnessadapt/task:{safe}-{key}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag, snapshot
-        c = retrying(lambda: client.containers.create(env, command=["sleep", "infinity"], network_mode="none",
+        c = retrying(lambda: client.containers.create(env, entrypoint=["sleep", "infinity"], network_mode="none",
                                                       labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
         try:
             c.start()
-            c.exec_run(["rm", "-rf", "/testbed"])
-            if not c.put_archive("/", _tar_dir(snapshot.path, "testbed")):
+            workdir = task.environment.workdir
+            parent, name = workdir.rstrip("/").rsplit("/", 1)
+            c.exec_run(["rm", "-rf", workdir])
+            c.exec_run(["mkdir", "-p", parent or "/"])
+            if not c.put_archive(parent or "/", _tar_dir(snapshot.path, name)):
                 raise SandboxError(f"could not copy the work copy of {task.instance_id} into {env}")
             rc, out = c.exec_run(["git", "config", "--system", "--add", "safe.directory", "*"])
             if rc != 0:
                 raise SandboxError(f"git is missing or broken in {env}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
             c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1],
-                     changes=["WORKDIR /testbed", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])
+                     changes=[f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])
         finally:
             c.remove(force=True)
         return tag, snapshot

@@ -50,7 +50,8 @@ class LocalSandboxConfig:
     git_reset_min_files: int = 1000
     extra_ro_paths: list[str] = field(default_factory=list)
     """More host paths to show read-only (toolchains outside /usr)."""
-    mount_point: str = "/testbed"
+    mount_point: str | None = None
+    """Where the work copy appears under bubblewrap; None: the task's ``environment.workdir``."""
     python_env: str | None = None
     """A venv whose ``bin`` goes first on PATH, with the work copy on PYTHONPATH (real SWE-bench
     instances; built by ``pyenv.python_env`` from the task's specs when the task has them)."""
@@ -81,7 +82,8 @@ class LocalSandbox:
         self._own_root = work_root is None
         self.root = Path(work_root or tempfile.mkdtemp(prefix="ha-sbx-"))
         self.host_dir = self.root / "testbed"
-        self.workdir = self.config.mount_point if self.isolated else str(self.host_dir)
+        self.mount_point = self.config.mount_point or (task.environment.workdir if task is not None else "/testbed")
+        self.workdir = self.mount_point if self.isolated else str(self.host_dir)
         self.shell: PersistentShell | None = None
         self.limits: Limits | None = None
         self.closed = False
@@ -148,8 +150,8 @@ class LocalSandbox:
         suites = _PACKAGE_ROOT / "suites"
         if any(str(suites).startswith(p.rstrip("/") + "/") for p in toolchains + ["/usr"]):
             args += ["--tmpfs", str(suites)]
-        args += ["--bind", str(self.host_dir), self.config.mount_point, "--remount-ro", "/",
-                 "--chdir", self.config.mount_point]
+        args += ["--bind", str(self.host_dir), self.mount_point, "--remount-ro", "/",
+                 "--chdir", self.mount_point]
         return args + ["--"] + shell
 
     def _toolchain_paths(self) -> list[str]:

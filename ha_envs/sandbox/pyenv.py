@@ -1,6 +1,7 @@
 """Python environments for real SWE-bench instances in the local sandbox (no Docker needed).
 
-For a task whose ``environment.extra["specs"]`` come from ``swebench<5``, build once (cached by
+For a task whose ``environment.extra["specs"]`` come from ``swebench<5`` (or, for SWE-bench Pro,
+from Scale's Dockerfiles: ``grading/pro.py``), build once (cached by
 content under ``$HA_CACHE_DIR/envs``) a venv from the matching pyenv interpreter, with the spec's
 packages and the repository's own dependencies installed. The repository itself is **not**
 installed: the sandbox puts the work copy on ``PYTHONPATH`` instead, so the code under test is
@@ -25,7 +26,7 @@ from .base import SandboxError
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 4
+ENV_FORMAT = 5
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -81,16 +82,20 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     packages = specs.get("packages", "")
     wanted = [] if not packages or packages.endswith((".txt", ".yml")) else packages.split()
     wanted += list(specs.get("pip_packages") or [])
-    if not any(re.match(r"pytest\b", w) for w in wanted):
+    if not any(re.match(r"pytest\b", w) for w in wanted) and not specs.get("requirements_files"):
         # The spec's requirements file (not fetched here) brings pytest in the official images; pytest 8
         # removed APIs that conftests of that era use (monkeypatch.notset), so stay below it.
         wanted.append("pytest<8")
     if wanted:
         run(pip + wanted)
     snapshot = prepare_snapshot(task)
-    run(pip + [str(snapshot.path)])  # the repository's dependencies (and the package, removed below)
+    for rel in specs.get("requirements_files") or ():
+        if (snapshot.path / rel).is_file():  # requirement files of the repository at its base commit
+            run(pip + ["-r", str(snapshot.path / rel)])
+    if specs.get("install_repo", True):
+        run(pip + [str(snapshot.path)])  # the repository's dependencies (and the package, removed below)
     for name in sorted(_dists(tmp)):
-        if _norm(name) == _norm(task.repo.split("/")[-1]):
+        if _norm(name) == _norm(task.repo.split("/")[-1]) or _installed_from(tmp, name, snapshot.path):
             scripts = {p.name for p in (tmp / "bin").iterdir()}
             run([str(tmp / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", name])
             # Its console scripts go with it; a shim keeps e.g. `pytest` running the work copy's code.
@@ -104,6 +109,19 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     tmp.rename(env)
     _fix_paths(env, tmp)
     (env / ".ha-ready").write_text(task.instance_id)
+
+
+def _installed_from(env: Path, dist: str, path: Path) -> bool:
+    """Whether ``dist`` was installed from the local directory ``path`` (its PEP 610 direct_url.json),
+    i.e. it is the repository itself under another name (``ansible-core`` from ansible/ansible)."""
+    for info in env.glob("lib/python*/site-packages/*.dist-info"):
+        if _norm(info.name.split("-")[0]) != _norm(dist):
+            continue
+        direct = info / "direct_url.json"
+        if direct.is_file():
+            url = json.loads(direct.read_text()).get("url", "")
+            return url.rstrip("/") == path.resolve().as_uri().rstrip("/")
+    return False
 
 
 def _release(version: str) -> str:

@@ -99,7 +99,7 @@ class PersistentShell:
         try:
             self.proc.stdin.write(script.encode())
         except (BrokenPipeError, OSError) as exc:
-            raise SandboxError(f"the sandbox shell closed its input: {exc}") from exc
+            raise SandboxError(f"the sandbox shell died (it closed its input: {exc})") from exc
 
         cap = Captured(bytearray(), bytearray(), 0, None, False)
         pending = bytearray(self._leftover)

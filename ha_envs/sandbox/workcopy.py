@@ -14,6 +14,7 @@ Reset strategies (see benchmarks/bench_sandbox.py for the measurement):
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..task import Task, TaskError
+
+log = logging.getLogger(__name__)
 
 # Build outputs and caches never count as part of the agent's patch.
 EXCLUDES = ("__pycache__/", "*.pyc", ".pytest_cache/", "target/", "node_modules/", "*.egg-info/",
@@ -122,7 +125,21 @@ def _finish(dest: Path) -> str:
     """No reflog, no unreachable objects, no packed refs beyond main; returns the base commit."""
     git(["config", "core.logAllRefUpdates", "false"], dest)
     git(["reflog", "expire", "--expire=now", "--all"], dest)
-    git(["gc", "-q", "--prune=now"], dest)
+    gc = git(["gc", "-q", "--prune=now"], dest, check=False)
+    if gc.returncode != 0:
+        err = gc.stderr.decode(errors="replace")
+        if "unable to read" not in err and "missing" not in err:
+            raise TaskError(f"git gc failed in {dest}: {err.strip()[:500]}")
+        # The source lacks objects of the past (an incomplete mirror): keep the base tree as a
+        # single commit rather than fail; the agent then sees no history.
+        log.warning("%s: the repository's history is incomplete (%s); the snapshot keeps only the base tree",
+                    dest, err.strip().splitlines()[0] if err.strip() else "gc failed")
+        tree = git(["rev-parse", "HEAD^{tree}"], dest).stdout.decode().strip()
+        root = git(["commit-tree", tree, "-m", "base (history unavailable: the source repository is incomplete)"],
+                   dest).stdout.decode().strip()
+        git(["update-ref", "refs/heads/main", root], dest)
+        git(["reflog", "expire", "--expire=now", "--all"], dest)
+        git(["gc", "-q", "--prune=now"], dest)
     shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)
     for sample in (dest / ".git" / "hooks").glob("*"):
         sample.unlink()

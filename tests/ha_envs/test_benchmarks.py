@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ha_envs.benchmarks import as_list, load_benchmark, unwrap_statement
-from ha_envs.task import TaskError
+from ha_envs.task import TaskError, patch_paths
 
 def _data_dir() -> Path:
     """$HA_DATA_DIR, else ../shared/data beside the checkout, else the workspace's copy."""
@@ -77,11 +77,19 @@ def test_pro_all_rows_quirks():
 
 def test_r2e_rows():
     tasks = load_benchmark("r2e")
-    assert len(tasks) == 5 and all(t.repo == "pillow" for t in tasks)
+    assert len(tasks) == 5 and all(t.repo == "python-pillow/Pillow" for t in tasks)
     for t in tasks:
         exp = t.metadata["expected_output"]
         assert exp and set(t.tests.fail_to_pass) == {k for k, v in exp.items() if v == "PASSED"}
         assert t.environment.extra["official_image"]
+        # The agent starts at the fixing commit's parent; the commit splits into gold and hidden tests.
+        assert t.base_commit == t.metadata["fix_commit"] + "^"
+        assert t.gold_patch and all(not p.startswith("Tests/") for p in patch_paths(t.gold_patch))
+        assert t.hidden_test_files and all(p.startswith("Tests/") for p in t.hidden_test_files)
+        assert "cp -r /r2e_tests r2e_tests && bash run_tests.sh" in t.tests.test_command
+        assert all(f in t.tests.test_command for f in t.hidden_test_files if f.endswith(".py"))
+    font = next(t for t in tasks if t.instance_id == "pillow__6e97dd5cecc074a0d8622e4aa5658b4263324760")
+    assert patch_paths(font.gold_patch) == ("src/PIL/FontFile.py",) and font.hidden_test_files == ("Tests/test_fontfile.py",)
 
 
 def test_quirk_helpers_and_errors(tmp_path):
@@ -148,3 +156,27 @@ def test_r2e_log_reading_and_exact_match_rule():
     assert _report(task, parsed)
     assert not _report(task, {**parsed, "test_extra": "PASSED"})
     assert not _report(task, {k: "FAILED" for k in parsed})
+
+
+def test_loading_through_datasets_gives_the_same_tasks(tmp_path, monkeypatch):
+    """The Hugging Face path (`datasets`), offline: a dataset directory in the hub's layout and one
+    written by save_to_disk load the same 300 Multilingual tasks as the jsonl file."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    want = {t.instance_id: t for t in load_benchmark("multilingual")}
+    hub_layout = tmp_path / "SWE-bench_Multilingual" / "data"
+    hub_layout.mkdir(parents=True)
+    (hub_layout / "test-00000-of-00001.parquet").write_bytes((DATA / "swebench_multilingual" / "test-00000-of-00001.parquet").read_bytes())
+    saved = tmp_path / "saved"
+    datasets.load_dataset(str(hub_layout.parent), split="test").save_to_disk(str(saved))
+    for source in (hub_layout.parent, saved):
+        tasks = load_benchmark("multilingual", source=source)
+        assert {t.instance_id: t for t in tasks} .keys() == want.keys()
+        for t in tasks:
+            w = want[t.instance_id]
+            assert (t.tests, t.gold_patch, t.base_commit, t.problem_statement) == (w.tests, w.gold_patch, w.base_commit, w.problem_statement)
+            assert t.metadata["dataset"].startswith("hf:") and "fingerprint:" in t.metadata["dataset"]
+    with pytest.raises(TaskError, match="cannot load 'no-such-owner/no-such-dataset'"):
+        load_benchmark("verified", source="no-such-owner/no-such-dataset")

@@ -13,6 +13,7 @@ from ha_agents.episode import run_episode
 from ha_agents.policies import OraclePolicy
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import SandboxError, make_sandbox
+from ha_envs.task import patch_paths
 
 IN_CI = bool(os.environ.get("CI"))
 
@@ -214,3 +215,110 @@ def test_stdout_and_stderr_keep_their_order(box):
     r = box.run("for i in $(seq 300); do echo out$i; echo err$i >&2; done")
     want = "".join(f"out{i}\nerr{i}\n" for i in range(1, 301))
     assert r.output == want
+
+
+# -- official images: used when the daemon has them (or can pull them), else built -----------------
+
+@pytest.fixture
+def official_like(client, tiny_task):
+    """An image in the layout of SWE-bench's official ones: the repository at /testbed with its
+    whole history (a later commit on another branch), an in-place build output that git ignores and
+    the tests import, a conda env ``testbed`` whose python is not the system's, and an ENTRYPOINT
+    like Pro's images; tagged with the name the task records."""
+    import dataclasses
+
+    from ha_envs.sandbox.images import _tar_dir, base_tag
+    from ha_envs.sandbox.workcopy import prepare_snapshot
+
+    name = "swebench/sweb.eval.x86_64.tiny_1776_clamp:latest"
+    snap = prepare_snapshot(tiny_task)
+    c = client.containers.create(base_tag(), entrypoint=["sleep", "infinity"], network_mode="none",
+                                 labels={"harnessadapt": "1", "harnessadapt.role": "build"})
+    try:
+        c.start()
+        assert c.put_archive("/", _tar_dir(snap.path, "testbed"))
+        script = ("set -e; mkdir -p /opt/miniconda3/envs/testbed/bin /opt/miniconda3/bin; "
+                  "printf '#!/bin/sh\\nexec /usr/bin/python3 \"$@\"\\n' > /opt/miniconda3/envs/testbed/bin/python; "
+                  "chmod +x /opt/miniconda3/envs/testbed/bin/python; cd /testbed; "
+                  "echo 'VALUE = 42' > built_ext.py; echo built_ext.py >> .git/info/exclude; "
+                  "git -c safe.directory='*' -c user.name=u -c user.email=u@u checkout -q -b future; "
+                  "echo 'THE FUTURE' > future.txt; git -c safe.directory='*' add future.txt; "
+                  "git -c safe.directory='*' -c user.name=u -c user.email=u@u commit -qm future; "
+                  "git -c safe.directory='*' checkout -q main; "
+                  "echo '# an edit the image build left uncommitted' >> tests/test_visible.py; "
+                  "mkdir -p .venv/bin; echo venv > .venv/bin/marker")
+        rc, out = c.exec_run(["sh", "-c", script])
+        assert rc == 0, out
+        c.stop(timeout=1)
+        c.commit(repository=name.split(":")[0], tag="latest", changes=['ENTRYPOINT ["/bin/bash"]'])
+    finally:
+        c.remove(force=True)
+    built = ("diff --git a/tests/test_built.py b/tests/test_built.py\nnew file mode 100644\n--- /dev/null\n"
+             "+++ b/tests/test_built.py\n@@ -0,0 +1,5 @@\n+import built_ext\n+\n+\n+def test_built():\n+    assert built_ext.VALUE == 42\n")
+    tests = dataclasses.replace(tiny_task.tests, test_patch=tiny_task.tests.test_patch + built,
+                                pass_to_pass=tiny_task.tests.pass_to_pass + ("tests/test_built.py::test_built",))
+    env = dataclasses.replace(tiny_task.environment, extra={"official_image": name})
+    yield dataclasses.replace(tiny_task, environment=env, tests=tests), name
+    client.images.remove(name, force=True)
+
+
+def test_an_official_image_in_the_daemon_is_used_as_built(client, official_like, no_leaks, monkeypatch):
+    import dataclasses
+
+    from ha_envs.grading import Grader
+    from ha_envs.grading.grader import docker_sandbox_factory
+
+    task, name = official_like
+    monkeypatch.setenv("HA_OFFICIAL_IMAGES", "auto")
+    sb = make_sandbox("docker", task, warm=0)
+    try:
+        sb.start()
+        assert sb.run("command -v python").output.strip() == "/opt/miniconda3/envs/testbed/bin/python"
+        assert client.images.get(sb.image).labels.get("harnessadapt.official") == name
+        assert sb.run("cat built_ext.py").output.strip() == "VALUE = 42"  # the image's own work copy
+        # ... with its history ending at the base commit: no other branch, no later object.
+        assert sb.run("git for-each-ref --format='%(refname)'").output.strip() == "refs/heads/main"
+        assert "THE FUTURE" not in sb.run("git log --all -p | grep -c FUTURE || true").output.replace("0", "")
+        assert sb.run("git status --porcelain").output.strip() == ""
+        assert sb.run("git log -1 --format=%s").output.startswith("environment (changes the official image")
+        assert sb.run("cat .venv/bin/marker").output.strip() == "venv"
+        sb.write_file("calc.py", sb.read_file("calc.py").replace(b"return lo\n    return x", b"return hi\n    return x"))
+        diff = sb.diff()
+        assert "+        return hi" in diff and patch_paths(diff) == ("calc.py",)  # no .venv, no image edits
+    finally:
+        sb.close()
+    grader = Grader(docker_sandbox_factory())
+    report = grader.grade(task, task.gold_patch)
+    assert report.resolved and report.pass_to_pass["tests/test_built.py::test_built"] == "PASSED", report.log_tail
+    assert not grader.grade(task, "").resolved
+    # An image whose work copy is not at the task's base commit is refused, not silently used.
+    wrong = dataclasses.replace(task, base_commit="0" * 40)
+    with pytest.raises(SandboxError, match="the task's base is 0000"):
+        make_sandbox("docker", wrong, warm=0).start()
+    monkeypatch.setenv("HA_OFFICIAL_IMAGES", "never")
+    sb = make_sandbox("docker", task, warm=0)
+    try:
+        sb.start()
+        assert sb.run("command -v python").output.strip() == "/usr/bin/python"
+        assert sb.run("test -e built_ext.py; echo $?").output.strip() == "1"
+    finally:
+        sb.close()
+
+
+def test_an_official_image_that_cannot_be_had(client, tiny_task, monkeypatch):
+    import dataclasses
+
+    from ha_envs.sandbox import images
+
+    name = "swebench/sweb.eval.x86_64.never_1776_there-1:latest"
+    task = dataclasses.replace(tiny_task, environment=dataclasses.replace(tiny_task.environment, extra={"official_image": name}))
+    monkeypatch.setenv("HA_OFFICIAL_IMAGES", "auto")
+    images._pull_failed.pop(name, None)
+    assert images.official_image(client, task) is None  # not in the daemon; the pull fails here (no registry)
+    assert name in images._pull_failed  # remembered: not tried again in this process
+    monkeypatch.setenv("HA_OFFICIAL_IMAGES", "require")
+    with pytest.raises(SandboxError, match="cannot be pulled"):
+        images.official_image(client, task)
+    monkeypatch.setenv("HA_OFFICIAL_IMAGES", "sometimes")
+    with pytest.raises(SandboxError, match="expected one of"):
+        images.official_image(client, task)

@@ -53,3 +53,31 @@ def test_mirror_layout_owner_name_git(tmp_path):
     (tmp_path / "acme" / "widget.git").mkdir(parents=True)
     assert find_mirror("acme/widget", tmp_path) == tmp_path / "acme" / "widget.git"
     assert find_mirror("acme/other", tmp_path) is None
+
+
+def test_a_mirror_missing_old_objects_still_gives_the_base_tree(tmp_path, monkeypatch, caplog):
+    """Fetched mirrors can lack large objects of the past; the snapshot keeps the base tree (one
+    commit, with a warning) instead of failing the task."""
+    up = tmp_path / "mirrors" / "acme+old" / "repo"
+    up.mkdir(parents=True)
+    git(up, "init", "-q", "-b", "main")
+    (up / "big.bin").write_text("an old large file\n" * 100)
+    git(up, "add", "-A")
+    git(up, "commit", "-qm", "old")
+    blob = git(up, "rev-parse", "HEAD:big.bin")
+    git(up, "rm", "-q", "big.bin")
+    (up / "a.py").write_text("x = 1\n")
+    git(up, "add", "-A")
+    git(up, "commit", "-qm", "base")
+    base = git(up, "rev-parse", "HEAD")
+    (up / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # the mirror lost it
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    task = Task(instance_id="acme__old-1", benchmark="t", language="python", problem_statement="p",
+                tests=TestSpec("", (), (), "true", "pytest"), repo="acme/old", base_commit=base)
+    with caplog.at_level("WARNING"):
+        snap = prepare_snapshot(task)
+    assert "history is incomplete" in caplog.text
+    assert (snap.path / "a.py").read_text() == "x = 1\n" and not (snap.path / "big.bin").exists()
+    assert git(snap.path, "rev-list", "--count", "HEAD") == "1"
+    assert git(snap.path, "status", "--porcelain") == ""
+    assert snap.base_commit == git(snap.path, "rev-parse", "HEAD")
