@@ -240,6 +240,11 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
         if official is not None:
             return _official_env(client, official)
     base = base or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
+    from .nodeenv import node_env
+
+    node_modules = node_env(task) if task is not None else None
+    if node_modules is not None:
+        return _node_env_image(client, base, node_modules)
     venv = python_env(task) if task is not None else None
     if venv is None:
         return base
@@ -268,6 +273,59 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
         finally:
             c.remove(force=True)
         return tag
+
+
+NODE_MODULES_IN_IMAGE = "/opt/ha-node/node_modules"
+
+
+def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
+    """``base`` + this machine's Node.js and npm (/usr/local) + the task's node_modules."""
+    import docker.errors
+
+    from .docker import LABEL, owner, retrying
+    from .nodeenv import node_runtime
+
+    runtime = node_runtime()
+    if runtime is None:
+        raise SandboxError("Node.js and npm are needed on this machine to build a JavaScript environment image")
+    node, npm_dir = runtime
+    try:
+        base_id = client.images.get(base).id
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxError(f"image {base} is missing; build it with `ha images build`") from exc
+    tag = f"harnessadapt/env:node-{hashlib.sha256(f'{base_id}|{node_modules}|{node}|{npm_dir}'.encode()).hexdigest()[:12]}"
+    with _lock(tag):
+        if image_exists(client, tag):
+            return tag
+        c = retrying(lambda: client.containers.create(base, entrypoint=["sleep", "infinity"], network_mode="none",
+                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
+        try:
+            c.start()
+            c.exec_run(["mkdir", "-p", "/usr/local/bin", "/usr/local/lib/node_modules", "/opt/ha-node"])
+            for dest, make in (("/usr/local/bin", lambda: _tar_file(node, "node")),
+                               ("/usr/local/lib/node_modules", lambda: _tar_dir(npm_dir, "npm")),
+                               ("/opt/ha-node", lambda: _tar_dir(node_modules, "node_modules"))):
+                if not c.put_archive(dest, make()):
+                    raise SandboxError(f"could not copy Node.js files into {dest} of the image")
+            rc, out = c.exec_run(["sh", "-c", "ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && "
+                                  "ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && node --version"])
+            if rc != 0:
+                raise SandboxError(f"this machine's Node.js does not run in {base}: {out.decode(errors='replace')[:300]}")
+            c.stop(timeout=1)
+            c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=[f"LABEL {LABEL}.node_modules={NODE_MODULES_IN_IMAGE}"])
+        finally:
+            c.remove(force=True)
+        return tag
+
+
+def _tar_file(path: Path, arcname: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tar.gettarinfo(str(path), arcname=arcname)
+        info.uid = info.gid = 0
+        with open(path, "rb") as f:
+            tar.addfile(info, f)
+    return buf.getvalue()
 
 
 def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) -> tuple[str, Snapshot]:
@@ -303,6 +361,9 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) ->
             rc, out = c.exec_run(["git", "config", "--system", "--add", "safe.directory", "*"])
             if rc != 0:
                 raise SandboxError(f"git is missing or broken in {env}: {out.decode(errors='replace')[:300]}")
+            if f"{LABEL}.node_modules" in (client.images.get(env).labels or {}):
+                c.exec_run(["sh", "-c", f"ln -sfn {NODE_MODULES_IN_IMAGE} {workdir}/node_modules && "
+                                        f"echo /node_modules >> {workdir}/.git/info/exclude"])
             c.stop(timeout=1)
             c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1],
                      changes=[f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])

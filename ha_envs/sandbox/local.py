@@ -79,6 +79,9 @@ class LocalSandbox:
             env = python_env(task)
             if env is not None:
                 self.config = dataclasses.replace(self.config, python_env=str(env))
+        from .nodeenv import node_env
+
+        self.node_modules = node_env(task) if task is not None else None
         self._own_root = work_root is None
         self.root = Path(work_root or tempfile.mkdtemp(prefix="ha-sbx-"))
         self.host_dir = self.root / "testbed"
@@ -113,7 +116,14 @@ class LocalSandbox:
             make_work_copy(self.snapshot, self.host_dir)
         self._start_shell()
 
+    def _link_envs(self) -> None:
+        if self.node_modules is not None and self.host_dir.is_dir():
+            from .nodeenv import link_node_modules
+
+            link_node_modules(self.host_dir, self.node_modules)
+
     def _start_shell(self) -> None:
+        self._link_envs()  # every work copy (fresh, reset, or the grader's) sees the task's installs
         self.limits = Limits(self.config.memory_bytes, self.config.max_pids)
         argv = self.limits.enter_prefix() + self._argv()
         env = self._env()
@@ -161,6 +171,8 @@ class LocalSandbox:
         if self.config.python_env:
             env = Path(self.config.python_env)
             cands += [str(env), str((env / "bin" / "python").resolve().parent.parent)]
+        if self.node_modules is not None:
+            cands.append(str(self.node_modules.parent))
         out: list[str] = []
         for c in cands:
             c = str(Path(c).resolve())

@@ -26,7 +26,7 @@ from .base import SandboxError
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 5
+ENV_FORMAT = 6
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -79,6 +79,11 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     run([str(python), "-m", "venv", str(tmp)])
     # The venv must work at its final path: rebuild scripts after the move with --upgrade-deps off.
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    cutoff = specs.get("pypi_cutoff")
+    if cutoff:
+        # Only releases uploaded before the benchmark's date (what Scale's images get from pypi-timemachine);
+        # uv does this natively. Without it, today's releases can make pip backtrack for ages on old Pythons.
+        pip = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python"), "--exclude-newer", f"{cutoff}T00:00:00Z"]
     packages = specs.get("packages", "")
     wanted = [] if not packages or packages.endswith((".txt", ".yml")) else packages.split()
     wanted += list(specs.get("pip_packages") or [])
@@ -109,6 +114,15 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     tmp.rename(env)
     _fix_paths(env, tmp)
     (env / ".ha-ready").write_text(task.instance_id)
+
+
+def _uv() -> str:
+    import sys
+
+    for cand in (shutil.which("uv"), str(Path(sys.prefix) / "bin" / "uv")):
+        if cand and Path(cand).is_file():
+            return cand
+    raise SandboxError("this environment pins PyPI to a date, which needs `uv` (pip install uv)")
 
 
 def _installed_from(env: Path, dist: str, path: Path) -> bool:

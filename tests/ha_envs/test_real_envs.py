@@ -112,3 +112,120 @@ def test_docker_env_image_gives_the_same_verdicts(real_task):
     g = Grader(docker_sandbox_factory())
     assert g.grade(real_task, real_task.gold_patch).resolved
     assert not g.grade(real_task, "").resolved
+
+
+# -- JavaScript (SWE-bench Multilingual): npm installs once, sandboxes see node_modules ---------------
+
+def _npm_reachable() -> bool:
+    if shutil.which("npm") is None:
+        return False
+    proc = subprocess.run(["npm", "view", "ms@2.1.3", "version"], capture_output=True, timeout=120)
+    return proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def js_task(tmp_path_factory):
+    if not _npm_reachable():
+        if os.environ.get("CI"):
+            pytest.fail("npm or its registry is not reachable but CI is set: JavaScript environments cannot be built")
+        pytest.skip("npm or its registry is not reachable")
+    root = tmp_path_factory.mktemp("jsacme")
+    repo = root / "repo"
+    (repo / "test").mkdir(parents=True)
+    (repo / "package.json").write_text('{"name": "acme-dur", "version": "1.0.0", "dependencies": {"ms": "2.1.3"}}\n')
+    (repo / ".gitignore").write_text("node_modules/\n")
+    (repo / "index.js").write_text("const ms = require('ms');\n\nfunction seconds(text) {\n  return ms(text) / 100;\n}\n\n"
+                                   "module.exports = { seconds };\n")
+    (repo / "test" / "visible.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst ms = require('ms');\n\n"
+        "test('ms is installed', () => { assert.strictEqual(ms('1s'), 1000); });\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], cwd=repo, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+    def diff(edit):
+        work = root / "w"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(repo, work)
+        edit(work)
+        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+        return subprocess.run(["git", "diff", "--cached"], cwd=work, capture_output=True, text=True).stdout
+
+    gold = diff(lambda w: (w / "index.js").write_text((repo / "index.js").read_text().replace("/ 100", "/ 1000")))
+    hidden = diff(lambda w: (w / "test" / "seconds.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { seconds } = require('..');\n\n"
+        "test('seconds of 2m', () => { assert.strictEqual(seconds('2m'), 120); });\n"))
+    mirror = root / "mirrors" / "acme+dur"
+    mirror.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "repo")], check=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
+        yield Task(instance_id="acme__dur-1", benchmark="swebench_multilingual", language="javascript",
+                   problem_statement="seconds('2m') returns 1200", repo="acme/dur", base_commit=base, gold_patch=gold,
+                   tests=TestSpec(hidden, ("seconds of 2m",), ("ms is installed",), "node --test test/", "node_tap",
+                                  timeout_s=300),
+                   environment=EnvironmentSpec(extra={"specs": {"docker_specs": {"node_version": "20"},
+                                                                "install": ["npm install"],
+                                                                "test_cmd": ["node --test test/"]}}))
+
+
+def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
+    from ha_envs.sandbox.nodeenv import node_env
+
+    nm = node_env(js_task)
+    assert (nm / "ms" / "package.json").is_file() and node_env(js_task) == nm  # built once, cached
+    sb = make_sandbox("local", js_task)
+    try:
+        sb.start()
+        assert sb.run("node -e \"console.log(require('ms')('1h'))\"").output.strip() == "3600000"
+        assert sb.run("git status --porcelain").output.strip() == ""  # the node_modules link is ignored
+        sb.run("sed -i 's#/ 100;#/ 1000;#' index.js")
+        assert "node_modules" not in sb.diff()
+        sb.reset()  # a reset work copy sees the installs again
+        assert sb.run("node -e \"console.log(require('ms')('2s'))\"").output.strip() == "2000"
+    finally:
+        sb.close()
+    local = Grader()
+    assert local.grade(js_task, js_task.gold_patch).resolved
+    assert not local.grade(js_task, "").resolved
+
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import build_base_image
+    try:
+        build_base_image(docker_client(timeout=30))
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no docker: {exc}")
+    sb = make_sandbox("docker", js_task, warm=0)
+    try:
+        sb.start()
+        assert sb.run("node -e \"console.log(require('ms')('1h'))\"").output.strip() == "3600000"
+        assert sb.run("node --version").output.strip() == subprocess.run(["node", "--version"], capture_output=True,
+                                                                         text=True).stdout.strip()
+        assert sb.run("git status --porcelain").output.strip() == ""
+    finally:
+        sb.close()
+    remote = Grader(docker_sandbox_factory())
+    gold = remote.grade(js_task, js_task.gold_patch)
+    assert gold.resolved, gold.log_tail
+    assert not remote.grade(js_task, "").resolved
+
+
+def test_env_pinned_to_a_pypi_date(real_task):
+    """SWE-bench Pro's images install from PyPI as of a date (pypi-timemachine); `pypi_cutoff` does the
+    same through uv, so an old Python does not backtrack through today's releases."""
+    import dataclasses
+
+    specs = {"python": "3.9", "pip_packages": ["iniconfig", "pytest"], "requirements_files": ["requirements.txt"],
+             "install_repo": False, "pypi_cutoff": "2021-01-01"}
+    task = dataclasses.replace(real_task, instance_id="acme__calc-dated",
+                               environment=EnvironmentSpec(extra={"specs": specs}))
+    env = python_env(task)
+    versions = subprocess.run([str(env / "bin" / "python"), "-c", "import iniconfig, pytest; print(pytest.__version__)"],
+                              capture_output=True, text=True)
+    assert versions.returncode == 0 and versions.stdout.strip() == "6.2.1"  # the newest pytest on 2021-01-01
+    assert "acme" not in subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list"], capture_output=True,
+                                        text=True).stdout  # install_repo False: the repository is not installed
