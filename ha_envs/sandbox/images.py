@@ -233,7 +233,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     import docker.errors
 
     from .docker import LABEL, owner, retrying
-    from .pyenv import python_env, source_root
+    from .pyenv import import_roots, python_env
 
     if base is None and task is not None:
         official = official_image(client, task)
@@ -266,7 +266,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
                 if not c.put_archive(str(d.parent), _tar_dir(d, d.name)):
                     raise SandboxError(f"could not copy {d} into the image")
             c.stop(timeout=1)
-            pythonpath = source_root(task.environment.workdir, prepare_snapshot(task).path)
+            pythonpath = import_roots(prepare_snapshot(task).path, task.environment.workdir, venv)
             c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=[
                 f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                 f"ENV VIRTUAL_ENV={venv}", f"ENV PYTHONPATH={pythonpath}"])

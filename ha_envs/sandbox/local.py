@@ -197,9 +197,9 @@ class LocalSandbox:
             "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
         }
         if self.config.python_env:
-            from .pyenv import source_root
+            from .pyenv import import_roots
 
-            env["PYTHONPATH"] = source_root(self.workdir, self.snapshot.path)
+            env["PYTHONPATH"] = import_roots(self.snapshot.path, self.workdir, Path(self.config.python_env))
             env["VIRTUAL_ENV"] = self.config.python_env
         return env
 

@@ -3,10 +3,11 @@
 For a task whose ``environment.extra["specs"]`` come from ``swebench<5`` (or, for SWE-bench Pro,
 from Scale's Dockerfiles: ``grading/pro.py``), build once (cached by
 content under ``$HA_CACHE_DIR/envs``) a venv from the matching pyenv interpreter, with the spec's
-packages and the repository's own dependencies installed. The repository itself is **not**
-installed: the sandbox puts the work copy on ``PYTHONPATH`` instead, so the code under test is
-always the agent's (or the grader's) copy, never a stale installed one; this also sidesteps PEP 660
-editable installs, whose import hooks can leave the checkout off ``sys.path``. Pure-Python
+packages and the repository installed with its dependencies. The work copy's import roots (found
+from the files the repository's distribution installed: ``src/``, ``lib/``, the top level) go first
+on ``PYTHONPATH``, so the code under test is always the agent's (or the grader's) copy, never the
+installed one, while entry points and metadata stay; this also sidesteps PEP 660 editable installs,
+whose import hooks can leave the checkout off ``sys.path``. Pure-Python
 repositories only: projects that compile extensions need the Docker images.
 """
 
@@ -26,7 +27,7 @@ from .base import SandboxError
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 6
+ENV_FORMAT = 7
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -99,16 +100,18 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
             run(pip + ["-r", str(snapshot.path / rel)])
     if specs.get("install_repo", True):
         run(pip + [str(snapshot.path)])  # the repository's dependencies (and the package, removed below)
+    # The repository's own distribution stays installed (entry points, metadata), but the work copy's
+    # import roots go first on PYTHONPATH, so its code is what runs. The roots come from the files the
+    # distribution installed (``ansible`` lives in ``lib/``, ``flask`` in ``src/``).
+    roots: list[str] = []
+    own = _setup_py_name(tmp, snapshot.path)
     for name in sorted(_dists(tmp)):
-        if _norm(name) == _norm(task.repo.split("/")[-1]) or _installed_from(tmp, name, snapshot.path):
-            scripts = {p.name for p in (tmp / "bin").iterdir()}
-            run([str(tmp / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", name])
-            # Its console scripts go with it; a shim keeps e.g. `pytest` running the work copy's code.
-            for gone in scripts - {p.name for p in (tmp / "bin").iterdir()}:
-                module = gone.replace("-", "_")
-                shim = tmp / "bin" / gone
-                shim.write_text(f"#!/bin/sh\nexec python -m {module} \"$@\"\n")
-                shim.chmod(0o755)
+        if _norm(name) in (_norm(task.repo.split("/")[-1]), own) or _installed_from(tmp, name, snapshot.path):
+            for top in _top_levels(tmp, name):
+                root = _find_root(snapshot.path, top)
+                if root is not None and root not in roots:
+                    roots.append(root)
+    (tmp / "ha-import-roots.json").write_text(json.dumps(roots))
     (tmp / "ha-build.log").write_text("\n".join(log))
     shutil.rmtree(env, ignore_errors=True)
     tmp.rename(env)
@@ -148,9 +151,70 @@ def _norm(name: str) -> str:
 
 
 def _dists(env: Path) -> set[str]:
-    out = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list", "--format=json", "-q"],
-                         capture_output=True, text=True)
+    # No -q: pip 23 prints nothing at all for `list -q`.
+    out = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list", "--format=json",
+                          "--disable-pip-version-check"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SandboxError(f"pip list failed in {env}: {out.stderr.strip()[-500:]}")
     return {d["name"] for d in json.loads(out.stdout or "[]")}
+
+
+def _setup_py_name(env: Path, snapshot: Path) -> str:
+    """The project name a legacy ``setup.py`` declares (legacy installs leave no direct_url.json)."""
+    if not (snapshot / "setup.py").is_file():
+        return ""
+    try:
+        out = subprocess.run([str(env / "bin" / "python"), "setup.py", "--name"], cwd=snapshot, capture_output=True,
+                             text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return ""
+    lines = [l.strip() for l in out.stdout.splitlines() if l.strip()]
+    return _norm(lines[-1]) if out.returncode == 0 and lines else ""
+
+
+def _top_levels(env: Path, dist: str) -> list[str]:
+    """Top-level modules and packages a distribution installed (its RECORD, or a legacy egg-info's
+    top_level.txt)."""
+    tops: list[str] = []
+    for info in env.glob("lib/python*/site-packages/*.egg-info"):
+        if _norm(info.name.split("-")[0]) == _norm(dist) and (info / "top_level.txt").is_file():
+            tops += [t.strip() for t in (info / "top_level.txt").read_text().splitlines() if t.strip().isidentifier()]
+    for info in env.glob("lib/python*/site-packages/*.dist-info"):
+        if _norm(info.name.split("-")[0]) != _norm(dist) or not (info / "RECORD").is_file():
+            continue
+        for line in (info / "RECORD").read_text().splitlines():
+            first = line.split(",", 1)[0].split("/", 1)[0]
+            if first.endswith((".dist-info", ".data", ".pth")) or first.startswith(("..", "__pycache__")) or not first:
+                continue
+            name = first[:-3] if first.endswith(".py") else first
+            if name.isidentifier() and name not in tops:
+                tops.append(name)
+    return tops
+
+
+def _find_root(snapshot: Path, top: str) -> str | None:
+    """The directory (relative to the repository, '' for its top) holding package or module ``top``;
+    the shallowest match wins (``lib/ansible`` over a vendored ``test/x/ansible``)."""
+    for depth in range(4):
+        pattern = "/".join(["*"] * depth)
+        for cand in sorted(snapshot.glob(f"{pattern}/{top}" if depth else top)):
+            if (cand / "__init__.py").is_file() or (cand.is_dir() and any(cand.glob("*.py"))):
+                return "" if cand.parent == snapshot else str(cand.parent.relative_to(snapshot))
+        for cand in sorted(snapshot.glob(f"{pattern}/{top}.py" if depth else f"{top}.py")):
+            if cand.is_file():
+                return "" if cand.parent == snapshot else str(cand.parent.relative_to(snapshot))
+    return None
+
+
+def import_roots(snapshot_path: Path, workdir: str, env: Path | None) -> str:
+    """PYTHONPATH for a work copy at ``workdir``: the roots recorded when its environment was built,
+    else ``src/`` when the repository has that layout, else the work copy itself."""
+    roots = None
+    if env is not None and (Path(env) / "ha-import-roots.json").is_file():
+        roots = json.loads((Path(env) / "ha-import-roots.json").read_text())
+    if not roots:
+        return source_root(workdir, snapshot_path)
+    return ":".join(f"{workdir}/{r}" if r else workdir for r in roots)
 
 
 def _fix_paths(env: Path, old: Path) -> None:

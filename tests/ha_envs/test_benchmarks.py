@@ -180,3 +180,19 @@ def test_loading_through_datasets_gives_the_same_tasks(tmp_path, monkeypatch):
             assert t.metadata["dataset"].startswith("hf:") and "fingerprint:" in t.metadata["dataset"]
     with pytest.raises(TaskError, match="cannot load 'no-such-owner/no-such-dataset'"):
         load_benchmark("verified", source="no-such-owner/no-such-dataset")
+
+
+def test_official_image_names():
+    from ha_envs.benchmarks import official_pro_image, official_swebench_image
+
+    assert official_swebench_image("django__django-11099") == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+    assert official_pro_image("instance_NodeBB__NodeBB-04998908ba6721d64eba79ae3b65a351dcfbc5b5-vnan", "NodeBB/NodeBB") == \
+        "jefzda/sweap-images:nodebb.nodebb-NodeBB__NodeBB-04998908ba6721d64eba79ae3b65a351dcfbc5b5"
+    assert official_pro_image("instance_element-hq__element-web-aaa-vnan", "element-hq/element-web") == \
+        "jefzda/sweap-images:element-hq.element-element-hq__element-web-aaa"
+    keep = "instance_element-hq__element-web-ec0f940ef0e8e3b61078f145f34dc40d1938e6c5-vnan"
+    assert official_pro_image(keep, "element-hq/element-web").endswith("element-web-element-hq__element-web-ec0f940ef0e8e3b61078f145f34dc40d1938e6c5-vnan")
+    assert len(official_pro_image("instance_a__b-" + "c" * 200, "a/b").split(":", 1)[1]) == 128
+    tasks = load_benchmark("pro")
+    assert all(t.environment.extra["official_image"].startswith("jefzda/sweap-images:") for t in tasks)
+    assert all(t.environment.workdir == "/app" for t in tasks)

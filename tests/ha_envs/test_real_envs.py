@@ -79,6 +79,12 @@ def real_task(tmp_path_factory):
 def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
     env = python_env(real_task)
     assert (env / ".ha-ready").is_file() and python_env(real_task) == env  # cached
+    # The repository's own distribution is named `acme`, not after the repo (acme/calc): found (a legacy
+    # setup.py install here) by the name setup.py declares; it stays installed, and its import root
+    # (the top level) is recorded.
+    listed = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list"], capture_output=True, text=True).stdout
+    assert "iniconfig" in listed and "acme" in listed
+    assert (env / "ha-import-roots.json").read_text() == '[""]'
     sb = make_sandbox("local", real_task)
     try:
         sb.start()
@@ -112,6 +118,42 @@ def test_docker_env_image_gives_the_same_verdicts(real_task):
     g = Grader(docker_sandbox_factory())
     assert g.grade(real_task, real_task.gold_patch).resolved
     assert not g.grade(real_task, "").resolved
+
+
+def test_env_pinned_to_a_pypi_date(real_task):
+    """SWE-bench Pro's images install from PyPI as of a date (pypi-timemachine); `pypi_cutoff` does the
+    same through uv, so an old Python does not backtrack through today's releases."""
+    import dataclasses
+
+    specs = {"python": "3.9", "pip_packages": ["iniconfig", "pytest"], "requirements_files": ["requirements.txt"],
+             "install_repo": False, "pypi_cutoff": "2021-01-01"}
+    task = dataclasses.replace(real_task, instance_id="acme__calc-dated",
+                               environment=EnvironmentSpec(extra={"specs": specs}))
+    env = python_env(task)
+    versions = subprocess.run([str(env / "bin" / "python"), "-c", "import iniconfig, pytest; print(pytest.__version__)"],
+                              capture_output=True, text=True)
+    assert versions.returncode == 0 and versions.stdout.strip() == "6.2.1"  # the newest pytest on 2021-01-01
+    assert "acme" not in subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list"], capture_output=True,
+                                        text=True).stdout  # install_repo False: the repository is not installed
+
+
+def test_import_roots_found_from_the_installed_files(tmp_path):
+    """ansible keeps its package in lib/, flask in src/, requests at the top; a vendored copy deeper
+    down never wins."""
+    from ha_envs.sandbox.pyenv import _find_root, import_roots
+
+    repo = tmp_path / "repo"
+    for rel in ("lib/ansible/__init__.py", "test/lib/ansible_test/__init__.py", "test/support/ansible/__init__.py",
+                "src/flask/__init__.py", "requests/__init__.py", "six.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("")
+    assert [_find_root(repo, t) for t in ("ansible", "ansible_test", "flask", "requests", "six", "nope")] == \
+        ["lib", "test/lib", "src", "", "", None]
+    env = tmp_path / "env"
+    env.mkdir()
+    (env / "ha-import-roots.json").write_text('["lib", "test/lib"]')
+    assert import_roots(repo, "/app", env) == "/app/lib:/app/test/lib"
+    assert import_roots(repo, "/app", None) == "/app/src"  # no record: the src/ layout rule
 
 
 # -- JavaScript (SWE-bench Multilingual): npm installs once, sandboxes see node_modules ---------------
@@ -212,20 +254,3 @@ def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
     gold = remote.grade(js_task, js_task.gold_patch)
     assert gold.resolved, gold.log_tail
     assert not remote.grade(js_task, "").resolved
-
-
-def test_env_pinned_to_a_pypi_date(real_task):
-    """SWE-bench Pro's images install from PyPI as of a date (pypi-timemachine); `pypi_cutoff` does the
-    same through uv, so an old Python does not backtrack through today's releases."""
-    import dataclasses
-
-    specs = {"python": "3.9", "pip_packages": ["iniconfig", "pytest"], "requirements_files": ["requirements.txt"],
-             "install_repo": False, "pypi_cutoff": "2021-01-01"}
-    task = dataclasses.replace(real_task, instance_id="acme__calc-dated",
-                               environment=EnvironmentSpec(extra={"specs": specs}))
-    env = python_env(task)
-    versions = subprocess.run([str(env / "bin" / "python"), "-c", "import iniconfig, pytest; print(pytest.__version__)"],
-                              capture_output=True, text=True)
-    assert versions.returncode == 0 and versions.stdout.strip() == "6.2.1"  # the newest pytest on 2021-01-01
-    assert "acme" not in subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list"], capture_output=True,
-                                        text=True).stdout  # install_repo False: the repository is not installed
