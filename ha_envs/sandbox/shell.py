@@ -114,6 +114,10 @@ class PersistentShell:
                 _feed(cap, bytes(pending[:start]), head_cap, tail_cap)
                 cap.exit_code = int(pending[start + len(marker):end])
                 self._leftover = bytes(pending[end + 3:])
+                if killed_at is not None and on_timeout is not None:
+                    # bash reports background jobs killed by the timeout ("... Killed sleep 9") when it
+                    # reads its next line: let it do so into a throwaway command, not the agent's next one.
+                    self.execute("sleep 0.2", 10.0, 0, 0)
                 return cap
             if len(pending) > keep:
                 _feed(cap, bytes(pending[:-keep]), head_cap, tail_cap)
