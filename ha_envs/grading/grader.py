@@ -131,7 +131,7 @@ class Grader:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
         if report.status != "patch_failed":
             report.log_tail = log[-4000:]
-            decide(report, task, get_parser(task.tests.log_parser)(log))
+            decide(report, task, get_parser(task.tests.log_parser, task.instance_id)(log))
             if timed_out and not report.resolved:
                 report.status = "tests_timed_out"
         report.duration_s = time.monotonic() - t0

@@ -49,10 +49,11 @@ def parse_r2e(log: str) -> dict[str, str]:
     return out
 
 
-def get_parser(name: str) -> Parser:
-    """A parser by name; ``swebench:<owner/repo>`` is that repo's official parser from ``swebench<5``."""
+def get_parser(name: str, instance_id: str = "") -> Parser:
+    """A parser by name; ``swebench:<owner/repo>`` is that repo's official parser from ``swebench<5``
+    (some of those read the instance id: immutable-js, the Ruby repos)."""
     if name.startswith("swebench:"):
-        return swebench_parser(name.split(":", 1)[1])
+        return swebench_parser(name.split(":", 1)[1], instance_id)
     if name == "r2e":
         return parse_r2e
     if name == "pro":
@@ -65,15 +66,18 @@ def get_parser(name: str) -> Parser:
         raise KeyError(f"unknown log parser {name!r}; available: {', '.join(sorted(PARSERS))}, swebench:<repo>") from None
 
 
-def swebench_parser(repo: str) -> Parser:
+def swebench_parser(repo: str, instance_id: str = "") -> Parser:
+    from types import SimpleNamespace
+
     from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 
     if repo not in MAP_REPO_TO_PARSER:
         raise KeyError(f"swebench has no log parser for {repo}")
     official = MAP_REPO_TO_PARSER[repo]
+    spec = SimpleNamespace(instance_id=instance_id)  # the only TestSpec field swebench 4.x parsers read
 
     def parse(log: str) -> dict[str, str]:
-        raw = official(log, None)  # the per-repo parsers of swebench 4.x read only the log
+        raw = official(log, spec)
         return {test: {"XPASS": PASSED}.get(status, status) for test, status in raw.items()}
     return parse
 

@@ -138,6 +138,12 @@ def test_official_swebench_parsers_are_used():
     assert get_parser("swebench:django/django")(django) == {"test_a (x.tests.T)": "PASSED", "test_b (x.tests.T)": "FAILED"}
     with pytest.raises(KeyError, match="no log parser"):
         get_parser("swebench:nobody/nothing")
+    # Some official parsers choose by instance id (immutable-js: jest for PR 2006, jest --json for 2005).
+    jest = "PASS __tests__/Range.ts\n  Range\n    \u2713 fixed range (3 ms)\n    \u2715 slices (1 ms)\n"
+    got = get_parser("swebench:immutable-js/immutable-js", "immutable-js__immutable-js-2006")(jest)
+    assert got and set(got.values()) == {"PASSED", "FAILED"}
+    with pytest.raises(ValueError, match="Unknown instance id"):
+        get_parser("swebench:immutable-js/immutable-js", "immutable-js__immutable-js-1")(jest)
 
 
 def test_r2e_log_reading_and_exact_match_rule():
