@@ -31,7 +31,7 @@ from ..sandbox.workcopy import Snapshot, git, make_work_copy, prepare_snapshot
 from ..task import Task, patch_paths
 from .parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL, get_parser
 
-GRADER_VERSION = "ha-grader/1"
+GRADER_VERSION = "ha-grader/2"  # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
