@@ -270,6 +270,9 @@ class LocalSandbox:
         if cap.exit_code is None:
             rc = shell.proc.returncode if shell.proc else None
             if cap.timed_out:
+                if limits.at_pid_limit():  # a fork bomb can keep the shell from answering; say so
+                    notes.append(f"process limit ({self.config.max_pids}) reached by this command: "
+                                 "every process in the shell was killed")
                 notes.append("the shell itself was stuck; it was restarted (cwd and environment reset)")
                 self._stop_shell()
                 self._start_shell()
