@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -28,8 +27,9 @@ from ha_envs.sandbox.local import LocalSandboxConfig
 from ha_envs.task import EnvironmentSpec
 
 from ..conftest import require_bwrap
+from .test_benchmarks import DATA
 
-DATA = Path(os.environ.get("HA_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
+
 IID = "instance_ansible__ansible-0ea40e09d1b35bcb69ff4d9cecf3d0defa4b36e8-v30a923fb5c164d6cd18280c02422f75e611e8fb2"
 
 # A run script in Scale's shape: it must be run from /app and takes the test files comma-joined.
