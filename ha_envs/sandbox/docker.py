@@ -230,7 +230,8 @@ class DockerSandbox:
         if self._image is None:
             from .images import snapshot_image
 
-            self._image, self.snapshot = snapshot_image(self.client, self.task, self.config.image)
+            self._image, self.snapshot = snapshot_image(self.client, self.task, self.config.image,
+                                                        grader=self.role == "grader")
         return self._image
 
     def _create(self) -> Any:

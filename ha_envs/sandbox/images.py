@@ -168,18 +168,28 @@ git rev-parse HEAD
 """
 
 
-def _official_snapshot(client: Any, task: Any, env: str) -> tuple[str, Snapshot]:
+HIDDEN_IN_IMAGES = ("/r2e_tests",)
+"""Hidden tests some official images carry (R2E-Gym): kept for the grader, removed for the agent."""
+
+
+def _official_snapshot(client: Any, task: Any, env: str, grader: bool = False) -> tuple[str, Snapshot]:
     """The snapshot image of a task whose environment is an official image: its own work copy,
-    sanitized in place. The host holds no copy (``Snapshot.path`` names none)."""
+    sanitized in place. The host holds no copy (``Snapshot.path`` names none). When the image carries
+    hidden tests, the grader gets a variant that keeps them; the agent's has none."""
     from .docker import LABEL, owner, retrying
 
     workdir = task.environment.workdir
     key = hashlib.sha256(f"{client.images.get(env).id}\n{workdir}\n{task.base_commit}".encode()).hexdigest()[:12]
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.instance_id.lower())[:80]
-    tag = f"harnessadapt/task:{safe}-o{key}"
+    tag, grader_tag = f"harnessadapt/task:{safe}-o{key}", f"harnessadapt/task:{safe}-o{key}-grader"
+
+    def result() -> tuple[str, Snapshot]:
+        chosen = grader_tag if grader and image_exists(client, grader_tag) else tag
+        return chosen, Snapshot(Path("/nonexistent/official-image"), client.images.get(tag).labels[f"{LABEL}.snapshot"])
+
     with _lock(tag):
         if image_exists(client, tag):
-            return tag, Snapshot(Path("/nonexistent/official-image"), client.images.get(tag).labels[f"{LABEL}.snapshot"])
+            return result()
         c = retrying(lambda: client.containers.create(env, entrypoint=["sleep", "infinity"], network_mode="none",
                                                       labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
         try:
@@ -190,12 +200,18 @@ def _official_snapshot(client: Any, task: Any, env: str) -> tuple[str, Snapshot]
             if rc != 0:
                 raise SandboxError(f"the official image {env} has no usable git work copy at {workdir}: {stderr.strip()[-500:]}")
             base = stdout.strip().splitlines()[-1]
+            changes = [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={base}", 'ENTRYPOINT ["sleep", "infinity"]']
+            hidden = [h for h in HIDDEN_IN_IMAGES if c.exec_run(["test", "-e", h]).exit_code == 0]
+            if hidden:
+                c.commit(repository="harnessadapt/task", tag=grader_tag.split(":", 1)[1], changes=changes)
+                rc, out = c.exec_run(["rm", "-rf", *hidden])
+                if rc != 0:
+                    raise SandboxError(f"cannot remove the hidden tests {hidden} from {env}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
-            c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1],
-                     changes=[f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={base}", 'ENTRYPOINT ["sleep", "infinity"]'])
+            c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1], changes=changes)
         finally:
             c.remove(force=True)
-        return tag, Snapshot(Path("/nonexistent/official-image"), base)
+        return result()
 
 
 def _official_env(client: Any, name: str) -> str:
@@ -328,15 +344,16 @@ def _tar_file(path: Path, arcname: str) -> bytes:
     return buf.getvalue()
 
 
-def snapshot_image(client: Any, task: Any, env_image_name: str | None = None) -> tuple[str, Snapshot]:
-    """The task's snapshot image (built once, cached by content) and its host snapshot."""
+def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, grader: bool = False) -> tuple[str, Snapshot]:
+    """The task's snapshot image (built once, cached by content) and its host snapshot; ``grader``
+    picks the variant with the image's hidden tests, where an official image has them."""
     import docker.errors
 
     from .docker import LABEL, owner, retrying
 
     env = env_image(client, task, env_image_name)
     if OFFICIAL_LABEL in (client.images.get(env).labels or {}):
-        return _official_snapshot(client, task, env)
+        return _official_snapshot(client, task, env, grader=grader)
     snapshot = prepare_snapshot(task)
     try:
         env_id = client.images.get(env).id

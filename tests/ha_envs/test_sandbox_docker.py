@@ -219,6 +219,25 @@ def test_stdout_and_stderr_keep_their_order(box):
 
 # -- official images: used when the daemon has them (or can pull them), else built -----------------
 
+def build_official_like(client, task, name: str, script: str, changes: list[str]) -> None:
+    """Commit ``name``: the bundled base, the task's repository at /testbed, then ``script``."""
+    from ha_envs.sandbox.images import _tar_dir, base_tag
+    from ha_envs.sandbox.workcopy import prepare_snapshot
+
+    c = client.containers.create(base_tag(), entrypoint=["sleep", "infinity"], network_mode="none",
+                                 labels={"harnessadapt": "1", "harnessadapt.role": "build"})
+    try:
+        c.start()
+        assert c.put_archive("/", _tar_dir(prepare_snapshot(task).path, "testbed"))
+        rc, out = c.exec_run(["sh", "-c", script])
+        assert rc == 0, out
+        c.stop(timeout=1)
+        repo, tag = name.rsplit(":", 1)
+        c.commit(repository=repo, tag=tag, changes=changes)
+    finally:
+        c.remove(force=True)
+
+
 @pytest.fixture
 def official_like(client, tiny_task):
     """An image in the layout of SWE-bench's official ones: the repository at /testbed with its
@@ -227,32 +246,18 @@ def official_like(client, tiny_task):
     like Pro's images; tagged with the name the task records."""
     import dataclasses
 
-    from ha_envs.sandbox.images import _tar_dir, base_tag
-    from ha_envs.sandbox.workcopy import prepare_snapshot
-
     name = "swebench/sweb.eval.x86_64.tiny_1776_clamp:latest"
-    snap = prepare_snapshot(tiny_task)
-    c = client.containers.create(base_tag(), entrypoint=["sleep", "infinity"], network_mode="none",
-                                 labels={"harnessadapt": "1", "harnessadapt.role": "build"})
-    try:
-        c.start()
-        assert c.put_archive("/", _tar_dir(snap.path, "testbed"))
-        script = ("set -e; mkdir -p /opt/miniconda3/envs/testbed/bin /opt/miniconda3/bin; "
-                  "printf '#!/bin/sh\\nexec /usr/bin/python3 \"$@\"\\n' > /opt/miniconda3/envs/testbed/bin/python; "
-                  "chmod +x /opt/miniconda3/envs/testbed/bin/python; cd /testbed; "
-                  "echo 'VALUE = 42' > built_ext.py; echo built_ext.py >> .git/info/exclude; "
-                  "git -c safe.directory='*' -c user.name=u -c user.email=u@u checkout -q -b future; "
-                  "echo 'THE FUTURE' > future.txt; git -c safe.directory='*' add future.txt; "
-                  "git -c safe.directory='*' -c user.name=u -c user.email=u@u commit -qm future; "
-                  "git -c safe.directory='*' checkout -q main; "
-                  "echo '# an edit the image build left uncommitted' >> tests/test_visible.py; "
-                  "mkdir -p .venv/bin; echo venv > .venv/bin/marker")
-        rc, out = c.exec_run(["sh", "-c", script])
-        assert rc == 0, out
-        c.stop(timeout=1)
-        c.commit(repository=name.split(":")[0], tag="latest", changes=['ENTRYPOINT ["/bin/bash"]'])
-    finally:
-        c.remove(force=True)
+    script = ("set -e; mkdir -p /opt/miniconda3/envs/testbed/bin /opt/miniconda3/bin; "
+              "printf '#!/bin/sh\\nexec /usr/bin/python3 \"$@\"\\n' > /opt/miniconda3/envs/testbed/bin/python; "
+              "chmod +x /opt/miniconda3/envs/testbed/bin/python; cd /testbed; "
+              "echo 'VALUE = 42' > built_ext.py; echo built_ext.py >> .git/info/exclude; "
+              "git -c safe.directory='*' -c user.name=u -c user.email=u@u checkout -q -b future; "
+              "echo 'THE FUTURE' > future.txt; git -c safe.directory='*' add future.txt; "
+              "git -c safe.directory='*' -c user.name=u -c user.email=u@u commit -qm future; "
+              "git -c safe.directory='*' checkout -q main; "
+              "echo '# an edit the image build left uncommitted' >> tests/test_visible.py; "
+              "mkdir -p .venv/bin; echo venv > .venv/bin/marker")
+    build_official_like(client, tiny_task, name, script, ['ENTRYPOINT ["/bin/bash"]'])
     built = ("diff --git a/tests/test_built.py b/tests/test_built.py\nnew file mode 100644\n--- /dev/null\n"
              "+++ b/tests/test_built.py\n@@ -0,0 +1,5 @@\n+import built_ext\n+\n+\n+def test_built():\n+    assert built_ext.VALUE == 42\n")
     tests = dataclasses.replace(tiny_task.tests, test_patch=tiny_task.tests.test_patch + built,
@@ -322,3 +327,42 @@ def test_an_official_image_that_cannot_be_had(client, tiny_task, monkeypatch):
     monkeypatch.setenv("HA_OFFICIAL_IMAGES", "sometimes")
     with pytest.raises(SandboxError, match="expected one of"):
         images.official_image(client, task)
+
+
+def test_r2e_graded_as_r2e_gym_does_in_its_image(client, tiny_task, no_leaks, monkeypatch):
+    """An image in R2E-Gym's layout (hidden tests in /r2e_tests, an untracked run_tests.sh): the
+    grader copies them in and runs run_tests.sh, and the parsed log must equal the expected output."""
+    import dataclasses
+
+    from ha_envs.benchmarks import R2E_RUN
+    from ha_envs.grading import Grader
+    from ha_envs.grading.grader import docker_sandbox_factory
+
+    name = "namanjain12/tiny_final:clamp"
+    hidden = ("from calc import clamp\n\n\nclass TestClamp:\n    def test_high(self):\n        assert clamp(9, 0, 5) == 5\n\n"
+              "    def test_low(self):\n        assert clamp(-1, 0, 5) == 0\n")
+    script = ("set -e; mkdir -p /r2e_tests; cat > /r2e_tests/test_1.py <<'EOF'\n" + hidden + "EOF\n"
+              "printf 'python -W ignore -m pytest -rA -p no:cacheprovider r2e_tests\\n' > /testbed/run_tests.sh")
+    build_official_like(client, tiny_task, name, script, [])
+    try:
+        monkeypatch.setenv("HA_OFFICIAL_IMAGES", "auto")
+        tests = dataclasses.replace(tiny_task.tests, log_parser="r2e", fail_to_pass=("TestClamp.test_high",), pass_to_pass=(),
+                                    test_command=R2E_RUN.format(files="tests/test_hidden.py"))
+        task = dataclasses.replace(tiny_task, benchmark="r2e_gym", tests=tests,
+                                   environment=dataclasses.replace(tiny_task.environment, extra={"official_image": name}),
+                                   metadata={"expected_output": {"TestClamp.test_high": "PASSED", "TestClamp.test_low": "PASSED"}})
+        grader = Grader(docker_sandbox_factory())
+        gold = grader.grade(task, tiny_task.gold_patch)
+        assert gold.resolved and "r2e_tests/test_1.py::TestClamp::test_high" in gold.log_tail, gold.log_tail
+        empty = grader.grade(task, "")
+        assert not empty.resolved and empty.fail_to_pass["TestClamp.test_high"] == "FAILED"
+        # The hidden tests never reach the agent: not in its work copy, and /r2e_tests is gone from its image.
+        sb = make_sandbox("docker", task, warm=0)
+        try:
+            sb.start()
+            assert sb.run("ls; git status --porcelain").output.split() == ["calc.py", "run_tests.sh", "tests"]
+            assert sb.run("ls /r2e_tests 2>&1; echo rc=$?").output.strip().endswith("rc=2")
+        finally:
+            sb.close()
+    finally:
+        client.images.remove(name, force=True)
