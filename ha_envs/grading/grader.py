@@ -175,7 +175,8 @@ class Grader:
                 report.applied_with = how[-1]
             else:
                 report.applied_with = "empty"
-            res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{GRADE_DIR}/test.patch"), timeout=300)
+            res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{GRADE_DIR}/test.patch"
+                                                   if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
             res = sandbox.run(task.tests.test_command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD,
@@ -195,6 +196,8 @@ class Grader:
                     shutil.rmtree(target)
                 elif target.exists() or target.is_symlink():
                     target.unlink()
+        if not task.tests.test_patch.strip():
+            return  # the hidden tests come with the environment (R2E-Gym's /r2e_tests)
         ok, _, err = apply_patch(copy, task.tests.test_patch, root / "test.patch", allow_fuzz=False)
         if not ok:
             raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {err}")
@@ -239,13 +242,15 @@ def _apply_error(output: str) -> str:
     return text or "patch does not apply"
 
 
-def _hidden_tests_script(paths: tuple[str, ...], test_patch: str) -> str:
-    """Hidden test files back to base (removed when new), then the test patch; HA_TESTS_READY."""
+def _hidden_tests_script(paths: tuple[str, ...], test_patch: str | None) -> str:
+    """Hidden test files back to base (removed when new), then the test patch (the file at
+    ``test_patch``; None when there is none); prints HA_TESTS_READY."""
     lines = []
     for path in paths:
         q = ansi_c_quote(path)
         lines.append(f"if git cat-file -e HEAD:{q} 2>/dev/null; then git checkout HEAD -- {q}; else rm -rf -- {q}; fi")
-    lines.append(f"git apply --whitespace=nowarn {ansi_c_quote(test_patch)} && echo HA_TESTS_READY")
+    lines.append(f"git apply --whitespace=nowarn {ansi_c_quote(test_patch)} && echo HA_TESTS_READY" if test_patch
+                 else "echo HA_TESTS_READY")
     return " && ".join(f"{{ {l}; }}" for l in lines) if len(lines) > 1 else lines[0]
 
 

@@ -356,6 +356,9 @@ def test_r2e_graded_as_r2e_gym_does_in_its_image(client, tiny_task, no_leaks, mo
         assert gold.resolved and "r2e_tests/test_1.py::TestClamp::test_high" in gold.log_tail, gold.log_tail
         empty = grader.grade(task, "")
         assert not empty.resolved and empty.fail_to_pass["TestClamp.test_high"] == "FAILED"
+        # A row whose commit has no test files: the image's /r2e_tests alone grade it.
+        bare = dataclasses.replace(task, tests=dataclasses.replace(tests, test_patch=""))
+        assert grader.grade(bare, tiny_task.gold_patch).resolved
         # The hidden tests never reach the agent: not in its work copy, and /r2e_tests is gone from its image.
         sb = make_sandbox("docker", task, warm=0)
         try:
