@@ -27,7 +27,7 @@ from .base import SandboxError
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 7
+ENV_FORMAT = 8
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -104,9 +104,9 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     # import roots go first on PYTHONPATH, so its code is what runs. The roots come from the files the
     # distribution installed (``ansible`` lives in ``lib/``, ``flask`` in ``src/``).
     roots: list[str] = []
-    own = _setup_py_name(tmp, snapshot.path)
     for name in sorted(_dists(tmp)):
-        if _norm(name) in (_norm(task.repo.split("/")[-1]), own) or _installed_from(tmp, name, snapshot.path):
+        if (_norm(name) == _norm(task.repo.split("/")[-1]) or _installed_from(tmp, name, snapshot.path)
+                or _legacy_from(tmp, name, snapshot.path)):
             for top in _top_levels(tmp, name):
                 root = _find_root(snapshot.path, top)
                 if root is not None and root not in roots:
@@ -159,17 +159,13 @@ def _dists(env: Path) -> set[str]:
     return {d["name"] for d in json.loads(out.stdout or "[]")}
 
 
-def _setup_py_name(env: Path, snapshot: Path) -> str:
-    """The project name a legacy ``setup.py`` declares (legacy installs leave no direct_url.json)."""
-    if not (snapshot / "setup.py").is_file():
-        return ""
-    try:
-        out = subprocess.run([str(env / "bin" / "python"), "setup.py", "--name"], cwd=snapshot, capture_output=True,
-                             text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        return ""
-    lines = [l.strip() for l in out.stdout.splitlines() if l.strip()]
-    return _norm(lines[-1]) if out.returncode == 0 and lines else ""
+def _legacy_from(env: Path, dist: str, snapshot: Path) -> bool:
+    """A legacy (``setup.py install``) distribution leaves no direct_url.json: it is the repository's
+    own when every top-level package it installed is found in the repository. (Never run the
+    repository's setup.py to ask its name: setuptools_scm would rewrite generated files in the snapshot.)"""
+    infos = [i for i in env.glob("lib/python*/site-packages/*.egg-info") if _norm(i.name.split("-")[0]) == _norm(dist)]
+    tops = _top_levels(env, dist) if infos else []
+    return bool(tops) and all(_find_root(snapshot, t) is not None for t in tops)
 
 
 def _top_levels(env: Path, dist: str) -> list[str]:

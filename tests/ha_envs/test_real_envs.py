@@ -80,8 +80,8 @@ def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
     env = python_env(real_task)
     assert (env / ".ha-ready").is_file() and python_env(real_task) == env  # cached
     # The repository's own distribution is named `acme`, not after the repo (acme/calc): found (a legacy
-    # setup.py install here) by the name setup.py declares; it stays installed, and its import root
-    # (the top level) is recorded.
+    # setup.py install here, no direct_url.json) because the package it installed is in the repository;
+    # it stays installed, and its import root (the top level) is recorded.
     listed = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "list"], capture_output=True, text=True).stdout
     assert "iniconfig" in listed and "acme" in listed
     assert (env / "ha-import-roots.json").read_text() == '[""]'
