@@ -142,7 +142,11 @@ class Grader:
         """Prepare a copy of the snapshot on the host, then run the tests on it in a fresh sandbox."""
         snapshot = snapshot or prepare_snapshot(task)
         root = Path(tempfile.mkdtemp(prefix="ha-grade-"))
+        sandbox: Sandbox | None = None
         try:
+            # The sandbox first: building its environment may write generated files into the snapshot
+            # (setuptools_scm's _version.py from an in-tree build), and the copy must have them.
+            sandbox = self.sandbox_factory(snapshot, root, task)
             copy = root / "testbed"
             make_work_copy(snapshot, copy)
             if kept.strip():
@@ -154,8 +158,10 @@ class Grader:
             else:
                 report.applied_with = "empty"
             self._install_hidden_tests(task, snapshot, copy, root)
-            return self._run_tests(task, snapshot, root)
+            return self._run_tests(task, sandbox)
         finally:
+            if sandbox is not None:
+                sandbox.close()
             shutil.rmtree(root, ignore_errors=True)
 
     def _in_place(self, task: Task, kept: str, report: GradeReport, allow_fuzz: bool) -> tuple[str, bool]:
@@ -202,8 +208,7 @@ class Grader:
         if not ok:
             raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {err}")
 
-    def _run_tests(self, task: Task, snapshot: Snapshot, root: Path) -> tuple[str, bool]:
-        sandbox = self.sandbox_factory(snapshot, root, task)
+    def _run_tests(self, task: Task, sandbox: Sandbox) -> tuple[str, bool]:
         try:
             sandbox.start()
             command = task.tests.test_command
