@@ -31,6 +31,8 @@ BENCHMARKS = {
     "pro": "ScaleAI/SWE-bench_Pro",
     "r2e": "R2E-Gym/R2E-Gym-Lite",
 }
+REAL_BENCHMARKS = frozenset({"swebench_verified", "swebench_multilingual", "swebench_pro", "r2e_gym"})
+"""``Task.benchmark`` of the tasks these loaders make."""
 LOCAL_FILES = {  # under HA_DATA_DIR (the layout of ../shared/data)
     "verified": "swebench_verified/test.jsonl",
     "multilingual": "swebench_multilingual/test.jsonl",
@@ -165,13 +167,13 @@ def official_pro_image(instance_id: str, repo: str, user: str = "jefzda") -> str
     ``element`` except one; tags are cut at 128 characters."""
     owner, name = repo.lower().split("/")
     tag_id = instance_id.removeprefix("instance_")
-    if instance_id == "instance_element-hq__element-web-ec0f940ef0e8e3b61078f145f34dc40d1938e6c5-vnan":
-        pass  # the one element-web image that keeps its full name and suffix
-    else:
-        if repo.lower() == "element-hq/element-web":
-            name = "element"
+    if instance_id != _PRO_FULL_NAME:  # the one element-web image that keeps its full name and suffix
+        name = "element" if repo.lower() == "element-hq/element-web" else name
         tag_id = tag_id.removesuffix("-vnan")
     return f"{user}/sweap-images:{f'{owner}.{name}-{tag_id}'[:128]}"
+
+
+_PRO_FULL_NAME = "instance_element-hq__element-web-ec0f940ef0e8e3b61078f145f34dc40d1938e6c5-vnan"
 
 
 def swebench_task(row: dict[str, Any], bench: str, provenance: str, drop: dict[str, Any]) -> Task:

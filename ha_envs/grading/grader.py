@@ -65,14 +65,19 @@ class GradeReport:
         return asdict(self)
 
 
-SandboxFactory = Callable[[Snapshot, Path, Task], Sandbox]
-"""(snapshot, grading root holding the prepared ``testbed`` copy, task) -> a fresh sandbox on it."""
+SandboxFactory = Callable[[Snapshot | None, Path | None, Task], Sandbox]
+"""(snapshot, grading root holding the prepared ``testbed`` copy, task) -> a fresh sandbox on it.
+A factory marked ``in_place`` (Docker) gets (None, None, task): its sandbox starts from the task's
+snapshot image and the grader prepares the copy inside it."""
 
 
 def tests_need_network(task: Task | None) -> bool:
-    """Real-benchmark tests run with network, as the official harnesses run them (some
-    PASS_TO_PASS tests open connections); the agent's own sandbox stays offline either way."""
-    return task is not None and (bool((task.environment.extra or {}).get("specs")) or task.benchmark == "swebench_pro")
+    """Real-benchmark tests (a benchmark's row, or a task with a real environment spec) run with
+    network, as the official harnesses run them (some PASS_TO_PASS tests open connections); the
+    agent's own sandbox stays offline either way."""
+    from ..benchmarks import REAL_BENCHMARKS
+
+    return task is not None and (task.benchmark in REAL_BENCHMARKS or bool((task.environment.extra or {}).get("specs")))
 
 
 def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFactory:

@@ -22,8 +22,9 @@ import subprocess
 import tarfile
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .base import SandboxError
 from .workcopy import Snapshot, prepare_snapshot
@@ -41,6 +42,39 @@ _locks_guard = threading.Lock()
 def _lock(key: str) -> threading.Lock:
     with _locks_guard:
         return _locks.setdefault(key, threading.Lock())
+
+
+@contextmanager
+def _building(client: Any, base: str) -> Iterator[Any]:
+    """A started, labelled, network-less container of ``base`` to derive an image from; removed after."""
+    from .docker import LABEL, owner, retrying
+
+    c = retrying(lambda: client.containers.create(base, entrypoint=["sleep", "infinity"], network_mode="none",
+                                                  labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.remove(force=True)
+
+
+def _commit(c: Any, tag: str, changes: list[str]) -> None:
+    repository, name = tag.rsplit(":", 1)
+    c.commit(repository=repository, tag=name, changes=changes)
+
+
+def _image(client: Any, name: str) -> Any:
+    import docker.errors
+
+    try:
+        return client.images.get(name)
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxError(f"image {name} is missing; build it with `ha images build`") from exc
+
+
+def _task_tag(task: Any, key: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.instance_id.lower())[:80]
+    return f"harnessadapt/task:{safe}-{key}"
 
 
 def base_tag(packages: tuple[str, ...] = BASE_PACKAGES) -> str:
@@ -176,12 +210,11 @@ def _official_snapshot(client: Any, task: Any, env: str, grader: bool = False) -
     """The snapshot image of a task whose environment is an official image: its own work copy,
     sanitized in place. The host holds no copy (``Snapshot.path`` names none). When the image carries
     hidden tests, the grader gets a variant that keeps them; the agent's has none."""
-    from .docker import LABEL, owner, retrying
+    from .docker import LABEL
 
     workdir = task.environment.workdir
-    key = hashlib.sha256(f"{client.images.get(env).id}\n{workdir}\n{task.base_commit}".encode()).hexdigest()[:12]
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.instance_id.lower())[:80]
-    tag, grader_tag = f"harnessadapt/task:{safe}-o{key}", f"harnessadapt/task:{safe}-o{key}-grader"
+    tag = _task_tag(task, "o" + hashlib.sha256(f"{_image(client, env).id}\n{workdir}\n{task.base_commit}".encode()).hexdigest()[:12])
+    grader_tag = tag + "-grader"
 
     def result() -> tuple[str, Snapshot]:
         chosen = grader_tag if grader and image_exists(client, grader_tag) else tag
@@ -190,10 +223,7 @@ def _official_snapshot(client: Any, task: Any, env: str, grader: bool = False) -
     with _lock(tag):
         if image_exists(client, tag):
             return result()
-        c = retrying(lambda: client.containers.create(env, entrypoint=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
-        try:
-            c.start()
+        with _building(client, env) as c:
             rc, out = c.exec_run(["bash", "-c", _SANITIZE], environment={"HA_WORKDIR": workdir, "HA_BASE": task.base_commit or ""},
                                  demux=True)
             stdout, stderr = (out[0] or b"").decode(errors="replace"), (out[1] or b"").decode(errors="replace")
@@ -203,31 +233,23 @@ def _official_snapshot(client: Any, task: Any, env: str, grader: bool = False) -
             changes = [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={base}", 'ENTRYPOINT ["sleep", "infinity"]']
             hidden = [h for h in HIDDEN_IN_IMAGES if c.exec_run(["test", "-e", h]).exit_code == 0]
             if hidden:
-                c.commit(repository="harnessadapt/task", tag=grader_tag.split(":", 1)[1], changes=changes)
+                _commit(c, grader_tag, changes)
                 rc, out = c.exec_run(["rm", "-rf", *hidden])
                 if rc != 0:
                     raise SandboxError(f"cannot remove the hidden tests {hidden} from {env}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
-            c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1], changes=changes)
-        finally:
-            c.remove(force=True)
+            _commit(c, tag, changes)
         return result()
 
 
 def _official_env(client: Any, name: str) -> str:
     """An official image made ready for our containers: SWE-bench's conda ``testbed`` env first on
     PATH (its eval scripts activate it), git's safe.directory open, the image's entrypoint unused."""
-    from .docker import LABEL, owner, retrying
-
-    image_id = client.images.get(name).id
-    tag = f"harnessadapt/env:official-{image_id.split(':')[-1][:12]}"
+    tag = f"harnessadapt/env:official-{client.images.get(name).id.split(':')[-1][:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
-        c = retrying(lambda: client.containers.create(name, entrypoint=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
-        try:
-            c.start()
+        with _building(client, name) as c:
             conda = c.exec_run(["test", "-x", f"{CONDA_TESTBED}/python"]).exit_code == 0
             path = c.exec_run(["sh", "-c", "echo $PATH"]).output.decode().strip() or "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
             c.exec_run(["git", "config", "--system", "--add", "safe.directory", "*"])
@@ -235,9 +257,7 @@ def _official_env(client: Any, name: str) -> str:
             changes = [f"LABEL {OFFICIAL_LABEL}={name}"]
             if conda:
                 changes += [f"ENV PATH={CONDA_TESTBED}:/opt/miniconda3/bin:{path}", "ENV CONDA_DEFAULT_ENV=testbed"]
-            c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=changes)
-        finally:
-            c.remove(force=True)
+            _commit(c, tag, changes)
         return tag
 
 
@@ -246,9 +266,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     ``official_image``); else ``base`` (the task's image, else the bundled base) plus, for real
     Python instances, the interpreter and venv the local sandbox uses (built on the host by
     ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for the workdir."""
-    import docker.errors
-
-    from .docker import LABEL, owner, retrying
+    from .nodeenv import node_env
     from .pyenv import import_roots, python_env
 
     if base is None and task is not None:
@@ -256,38 +274,27 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
         if official is not None:
             return _official_env(client, official)
     base = base or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
-    from .nodeenv import node_env
-
     node_modules = node_env(task) if task is not None else None
     if node_modules is not None:
         return _node_env_image(client, base, node_modules)
     venv = python_env(task) if task is not None else None
     if venv is None:
         return base
-    try:
-        base_id = client.images.get(base).id
-    except docker.errors.ImageNotFound as exc:
-        raise SandboxError(f"image {base} is missing; build it with `ha images build`") from exc
     interp = (venv / "bin" / "python").resolve().parent.parent
-    tag = f"harnessadapt/env:{hashlib.sha256(f'{base_id}|{venv}|{interp}|{task.environment.workdir}'.encode()).hexdigest()[:12]}"
+    key = f"{_image(client, base).id}|{venv}|{interp}|{task.environment.workdir}"
+    tag = f"harnessadapt/env:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
-        c = retrying(lambda: client.containers.create(base, entrypoint=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
-        try:
-            c.start()
+        with _building(client, base) as c:
             for d in (interp, venv):
                 c.exec_run(["mkdir", "-p", str(d.parent)])
                 if not c.put_archive(str(d.parent), _tar_dir(d, d.name)):
                     raise SandboxError(f"could not copy {d} into the image")
             c.stop(timeout=1)
             pythonpath = import_roots(prepare_snapshot(task).path, task.environment.workdir, venv)
-            c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=[
-                f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                f"ENV VIRTUAL_ENV={venv}", f"ENV PYTHONPATH={pythonpath}"])
-        finally:
-            c.remove(force=True)
+            _commit(c, tag, [f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                             f"ENV VIRTUAL_ENV={venv}", f"ENV PYTHONPATH={pythonpath}"])
         return tag
 
 
@@ -296,27 +303,19 @@ NODE_MODULES_IN_IMAGE = "/opt/ha-node/node_modules"
 
 def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
     """``base`` + this machine's Node.js and npm (/usr/local) + the task's node_modules."""
-    import docker.errors
-
-    from .docker import LABEL, owner, retrying
+    from .docker import LABEL
     from .nodeenv import node_runtime
 
     runtime = node_runtime()
     if runtime is None:
         raise SandboxError("Node.js and npm are needed on this machine to build a JavaScript environment image")
     node, npm_dir = runtime
-    try:
-        base_id = client.images.get(base).id
-    except docker.errors.ImageNotFound as exc:
-        raise SandboxError(f"image {base} is missing; build it with `ha images build`") from exc
-    tag = f"harnessadapt/env:node-{hashlib.sha256(f'{base_id}|{node_modules}|{node}|{npm_dir}'.encode()).hexdigest()[:12]}"
+    key = f"{_image(client, base).id}|{node_modules}|{node}|{npm_dir}"
+    tag = f"harnessadapt/env:node-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
-        c = retrying(lambda: client.containers.create(base, entrypoint=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
-        try:
-            c.start()
+        with _building(client, base) as c:
             c.exec_run(["mkdir", "-p", "/usr/local/bin", "/usr/local/lib/node_modules", "/opt/ha-node"])
             for dest, make in (("/usr/local/bin", lambda: _tar_file(node, "node")),
                                ("/usr/local/lib/node_modules", lambda: _tar_dir(npm_dir, "npm")),
@@ -328,9 +327,7 @@ def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
             if rc != 0:
                 raise SandboxError(f"this machine's Node.js does not run in {base}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
-            c.commit(repository="harnessadapt/env", tag=tag.split(":", 1)[1], changes=[f"LABEL {LABEL}.node_modules={NODE_MODULES_IN_IMAGE}"])
-        finally:
-            c.remove(force=True)
+            _commit(c, tag, [f"LABEL {LABEL}.node_modules={NODE_MODULES_IN_IMAGE}"])
         return tag
 
 
@@ -347,29 +344,20 @@ def _tar_file(path: Path, arcname: str) -> bytes:
 def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, grader: bool = False) -> tuple[str, Snapshot]:
     """The task's snapshot image (built once, cached by content) and its host snapshot; ``grader``
     picks the variant with the image's hidden tests, where an official image has them."""
-    import docker.errors
-
-    from .docker import LABEL, owner, retrying
+    from .docker import LABEL
 
     env = env_image(client, task, env_image_name)
-    if OFFICIAL_LABEL in (client.images.get(env).labels or {}):
+    env_img = _image(client, env)
+    labels = env_img.labels or {}
+    if OFFICIAL_LABEL in labels:
         return _official_snapshot(client, task, env, grader=grader)
     snapshot = prepare_snapshot(task)
-    try:
-        env_id = client.images.get(env).id
-    except docker.errors.ImageNotFound as exc:
-        raise SandboxError(f"image {env} is missing; build it with `ha images build`") from exc
-    key = hashlib.sha256(f"{env_id}\n{snapshot.path.name}\n{task.environment.workdir}".encode()).hexdigest()[:12]
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.instance_id.lower())[:80]
-    tag = f"harnessadapt/task:{safe}-{key}"
+    workdir = task.environment.workdir
+    tag = _task_tag(task, hashlib.sha256(f"{env_img.id}\n{snapshot.path.name}\n{workdir}".encode()).hexdigest()[:12])
     with _lock(tag):
         if image_exists(client, tag):
             return tag, snapshot
-        c = retrying(lambda: client.containers.create(env, entrypoint=["sleep", "infinity"], network_mode="none",
-                                                      labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
-        try:
-            c.start()
-            workdir = task.environment.workdir
+        with _building(client, env) as c:
             parent, name = workdir.rstrip("/").rsplit("/", 1)
             c.exec_run(["rm", "-rf", workdir])
             c.exec_run(["mkdir", "-p", parent or "/"])
@@ -378,12 +366,9 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
             rc, out = c.exec_run(["git", "config", "--system", "--add", "safe.directory", "*"])
             if rc != 0:
                 raise SandboxError(f"git is missing or broken in {env}: {out.decode(errors='replace')[:300]}")
-            if f"{LABEL}.node_modules" in (client.images.get(env).labels or {}):
+            if f"{LABEL}.node_modules" in labels:
                 c.exec_run(["sh", "-c", f"ln -sfn {NODE_MODULES_IN_IMAGE} {workdir}/node_modules && "
                                         f"echo /node_modules >> {workdir}/.git/info/exclude"])
             c.stop(timeout=1)
-            c.commit(repository="harnessadapt/task", tag=tag.split(":", 1)[1],
-                     changes=[f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])
-        finally:
-            c.remove(force=True)
+            _commit(c, tag, [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])
         return tag, snapshot

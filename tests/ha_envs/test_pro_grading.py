@@ -27,7 +27,7 @@ from ha_envs.sandbox.local import LocalSandboxConfig
 from ha_envs.task import EnvironmentSpec
 
 from ..conftest import require_bwrap
-from .test_benchmarks import DATA
+from .test_benchmarks import DATA, require_data
 
 
 IID = "instance_ansible__ansible-0ea40e09d1b35bcb69ff4d9cecf3d0defa4b36e8-v30a923fb5c164d6cd18280c02422f75e611e8fb2"
@@ -138,8 +138,7 @@ def test_output_parsing_and_binary_hunks():
 
 
 def test_loader_attaches_scripts_and_specs_only_where_found(tmp_path, monkeypatch):
-    if not (DATA / "swebench_pro").is_dir():
-        pytest.skip(f"no SWE-bench Pro rows under {DATA}")
+    require_data("swebench_pro")
     monkeypatch.delenv("HA_REPOS_DIR", raising=False)
     monkeypatch.setenv("HA_DATA_DIR", str(DATA))
     tasks = load_benchmark("pro", pro_scripts=write_scripts(tmp_path, IID))
@@ -208,8 +207,7 @@ def test_docker_grades_pro_at_app(tiny_task, tmp_path):
 def test_cli_validate_pro_without_scripts_and_with_a_bad_repos_dir(tmp_path, monkeypatch, capsys):
     from ha_cli.main import main
 
-    if not (DATA / "swebench_pro").is_dir():
-        pytest.skip(f"no SWE-bench Pro rows under {DATA}")
+    require_data("swebench_pro")
     monkeypatch.setenv("HA_DATA_DIR", str(DATA))
     monkeypatch.delenv("HA_PRO_SCRIPTS", raising=False)
     monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path))  # no Pro-os mirror there

@@ -21,6 +21,42 @@ def _pypi_reachable() -> bool:
     return proc.returncode == 0
 
 
+def upstream(root, files: dict[str, str], repo: str):
+    """A one-commit repository from ``files``, mirrored as ``root/mirrors/<owner>+<name>/repo``: its
+    base commit and ``diff(edit)`` (the patch an edit of a copy makes)."""
+    work = root / "repo"
+    for rel, text in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], cwd=work, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(root / "mirrors" / repo.replace("/", "+") / "repo")],
+                   check=True)
+
+    def diff(edit):
+        copy = root / "w"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(work, copy)
+        edit(copy)
+        subprocess.run(["git", "add", "-A"], cwd=copy, check=True)
+        return subprocess.run(["git", "diff", "--cached"], cwd=copy, capture_output=True, text=True).stdout
+    return base, diff
+
+
+def require_docker() -> None:
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import build_base_image
+    try:
+        build_base_image(docker_client(timeout=30))
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no docker: {exc}")
+
+
 @pytest.fixture(scope="module")
 def real_task(tmp_path_factory):
     # In CI (this machine's image: pyenv 3.6-3.13, PyPI reachable) a missing piece is a failure.
@@ -35,36 +71,16 @@ def real_task(tmp_path_factory):
             pytest.fail("PyPI is not reachable but CI is set: real-instance environments cannot be built")
         pytest.skip("PyPI is not reachable: the environment cannot be built")
     root = tmp_path_factory.mktemp("acme")
-    repo = root / "repo"
-    (repo / "acme").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "setup.py").write_text("from setuptools import setup\nsetup(name='acme', version='1.0', packages=['acme'], "
-                                   "install_requires=['iniconfig==2.0.0'])\n")
-    (repo / "acme" / "__init__.py").write_text("import sys\n\n\ndef double(x):\n    return x + x + 1\n\n\n"
-                                               "def version():\n    return sys.version_info[:2]\n")
-    (repo / "tests" / "test_acme.py").write_text("import iniconfig\nfrom acme import version\n\n\n"
-                                                 "def test_version():\n    assert version() == (3, 9)\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(git + ["commit", "-qm", "base"], cwd=repo, check=True)
-    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
-
-    def diff(edit):
-        work = root / "w"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(repo, work)
-        edit(work)
-        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
-        return subprocess.run(["git", "diff", "--cached"], cwd=work, capture_output=True, text=True).stdout
-
-    gold = diff(lambda w: (w / "acme" / "__init__.py").write_text(
-        (repo / "acme" / "__init__.py").read_text().replace("x + x + 1", "x + x")))
+    init = "import sys\n\n\ndef double(x):\n    return x + x + 1\n\n\ndef version():\n    return sys.version_info[:2]\n"
+    base, diff = upstream(root, {
+        "setup.py": "from setuptools import setup\nsetup(name='acme', version='1.0', packages=['acme'], "
+                    "install_requires=['iniconfig==2.0.0'])\n",
+        "acme/__init__.py": init,
+        "tests/test_acme.py": "import iniconfig\nfrom acme import version\n\n\ndef test_version():\n    assert version() == (3, 9)\n",
+    }, "acme/calc")
+    gold = diff(lambda w: (w / "acme" / "__init__.py").write_text(init.replace("x + x + 1", "x + x")))
     hidden = diff(lambda w: (w / "tests" / "test_double.py").write_text(
         "from acme import double\n\n\ndef test_double():\n    assert double(2) == 4\n"))
-    mirror = root / "mirrors" / "acme+calc"
-    mirror.mkdir(parents=True)
-    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "repo")], check=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
         yield Task(instance_id="acme__calc-1", benchmark="swebench_verified", language="python",
@@ -100,14 +116,7 @@ def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
 
 
 def test_docker_env_image_gives_the_same_verdicts(real_task):
-    from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.images import build_base_image
-    try:
-        build_base_image(docker_client(timeout=30))
-    except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no docker: {exc}")
+    require_docker()
     sb = make_sandbox("docker", real_task, warm=0)
     try:
         sb.start()
@@ -172,36 +181,18 @@ def js_task(tmp_path_factory):
             pytest.fail("npm or its registry is not reachable but CI is set: JavaScript environments cannot be built")
         pytest.skip("npm or its registry is not reachable")
     root = tmp_path_factory.mktemp("jsacme")
-    repo = root / "repo"
-    (repo / "test").mkdir(parents=True)
-    (repo / "package.json").write_text('{"name": "acme-dur", "version": "1.0.0", "dependencies": {"ms": "2.1.3"}}\n')
-    (repo / ".gitignore").write_text("node_modules/\n")
-    (repo / "index.js").write_text("const ms = require('ms');\n\nfunction seconds(text) {\n  return ms(text) / 100;\n}\n\n"
-                                   "module.exports = { seconds };\n")
-    (repo / "test" / "visible.test.js").write_text(
-        "const test = require('node:test');\nconst assert = require('node:assert');\nconst ms = require('ms');\n\n"
-        "test('ms is installed', () => { assert.strictEqual(ms('1s'), 1000); });\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(git + ["commit", "-qm", "base"], cwd=repo, check=True)
-    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
-
-    def diff(edit):
-        work = root / "w"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(repo, work)
-        edit(work)
-        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
-        return subprocess.run(["git", "diff", "--cached"], cwd=work, capture_output=True, text=True).stdout
-
-    gold = diff(lambda w: (w / "index.js").write_text((repo / "index.js").read_text().replace("/ 100", "/ 1000")))
+    index = "const ms = require('ms');\n\nfunction seconds(text) {\n  return ms(text) / 100;\n}\n\nmodule.exports = { seconds };\n"
+    base, diff = upstream(root, {
+        "package.json": '{"name": "acme-dur", "version": "1.0.0", "dependencies": {"ms": "2.1.3"}}\n',
+        ".gitignore": "node_modules/\n",
+        "index.js": index,
+        "test/visible.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+                                "const ms = require('ms');\n\ntest('ms is installed', () => { assert.strictEqual(ms('1s'), 1000); });\n",
+    }, "acme/dur")
+    gold = diff(lambda w: (w / "index.js").write_text(index.replace("/ 100", "/ 1000")))
     hidden = diff(lambda w: (w / "test" / "seconds.test.js").write_text(
         "const test = require('node:test');\nconst assert = require('node:assert');\nconst { seconds } = require('..');\n\n"
         "test('seconds of 2m', () => { assert.strictEqual(seconds('2m'), 120); });\n"))
-    mirror = root / "mirrors" / "acme+dur"
-    mirror.mkdir(parents=True)
-    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirror / "repo")], check=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
         yield Task(instance_id="acme__dur-1", benchmark="swebench_multilingual", language="javascript",
@@ -233,14 +224,7 @@ def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
     assert local.grade(js_task, js_task.gold_patch).resolved
     assert not local.grade(js_task, "").resolved
 
-    from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.images import build_base_image
-    try:
-        build_base_image(docker_client(timeout=30))
-    except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no docker: {exc}")
+    require_docker()
     sb = make_sandbox("docker", js_task, warm=0)
     try:
         sb.start()
