@@ -19,10 +19,12 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 
 from .actions import H0_TOOLS, FormatError, ToolCall, parse_h0_action
-from .grading.grader import GradeReport, Grader, GradingError
+from .grading.grader import GradeReport, Grader, GradingError, ungradable
+from .grading.hidden import hidden_names_in
 from .loaders import load_suite
 from .messages import AssistantMessageSpace, MessageListSpace, message
 from .sandbox import Sandbox, SandboxError, make_sandbox
+from .sandbox.base import PatchError
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
@@ -131,6 +133,8 @@ class RepairEnv(gym.Env):
         self.format_errors = 0
         self.tool_counts: Counter[str] = Counter()
         self.timings: dict[str, float] = {"sandbox_s": 0.0, "grade_s": 0.0, "reset_s": 0.0}
+        self._actions: list[str] = []  # what the agent wrote (for the hidden-test-names flag)
+        self._actions_chars = 0
         # wall-clock seconds: reset, commands and tools in the sandbox, grading
         self._t0 = time.monotonic()
 
@@ -192,6 +196,7 @@ class RepairEnv(gym.Env):
         if self._done or self.sandbox is None or self.task is None:
             raise EpisodeOverError("the episode is over (or never started): call reset() first")
         self.turn += 1
+        self._remember(action)
         if isinstance(action, HarnessTurn):
             self.format_errors = 0
             self.tool_counts.update(c.name for c in action.calls)
@@ -217,6 +222,21 @@ class RepairEnv(gym.Env):
         obs = [tool_message(call, result.render())]
         return self._after_action(obs)
 
+    def _remember(self, action: Any) -> None:
+        """Keep the agent's own text (arguments of its calls, or its raw message), capped."""
+        if self._actions_chars > 4 << 20:
+            return
+        if isinstance(action, HarnessTurn):
+            text = " ".join(str(c.arguments) for c in action.calls)
+        elif isinstance(action, ToolCall):
+            text = str(action.arguments)
+        elif isinstance(action, dict):
+            text = str(action.get("content") or "") + str(action.get("tool_calls") or "")
+        else:
+            text = str(action)
+        self._actions.append(text)
+        self._actions_chars += len(text)
+
     def _after_action(self, obs: list[dict[str, Any]]):
         if self.episode_timeout_s is not None and time.monotonic() - self._t0 > self.episode_timeout_s:
             return self._finish("agent_timeout", terminated=False, obs=obs)
@@ -239,17 +259,24 @@ class RepairEnv(gym.Env):
         assert self.sandbox is not None and self.task is not None
         if reason == "format_errors" or (not terminated and not self.grade_on_truncation):
             return obs or [], 0.0, terminated, not terminated, info
+        t0 = time.monotonic()
         try:
             patch = self.sandbox.diff()
+        except PatchError as exc:  # the agent's doing (a huge or undiffable tree): graded 0, not masked
+            patch, report = "", ungradable(self.task, exc.kind, str(exc))
         except SandboxError as exc:
             return self._infra_failure("sandbox_error", str(exc), obs)
+        else:
+            try:
+                report = self.grader.grade(self.task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
+            except GradingError as exc:
+                return self._infra_failure("grading_error", str(exc), obs, patch=patch)
+        self.timings["grade_s"] = time.monotonic() - t0
         info["patch"] = patch
-        try:
-            t0 = time.monotonic()
-            report: GradeReport = self.grader.grade(self.task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
-            self.timings["grade_s"] = time.monotonic() - t0
-        except GradingError as exc:
-            return self._infra_failure("grading_error", str(exc), obs, patch=patch)
+        leaked = hidden_names_in(self.task, "\n".join(self._actions))
+        if leaked:
+            report.flag("hidden_test_names_in_actions", "the agent wrote the names of hidden tests it cannot "
+                        "have seen: " + ", ".join(leaked[:10]))
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
         info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)

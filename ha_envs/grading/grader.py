@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import json
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -25,13 +25,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..sandbox.base import Sandbox, SandboxError
-from ..sandbox.shell import ansi_c_quote
 from ..sandbox.local import LocalSandbox, LocalSandboxConfig
-from ..sandbox.workcopy import Snapshot, git, make_work_copy, prepare_snapshot
-from ..task import Task, patch_paths
+from ..sandbox.shell import ansi_c_quote
+from ..sandbox.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
+from ..task import Task
 from .parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL, get_parser
+from .patchfile import section_paths, split_patch, unsafe_path
+from .protect import restore_script, restore_targets
+from .runners import Evidence, guards_for
 
-GRADER_VERSION = "ha-grader/2"  # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
+GRADER_VERSION = "ha-grader/3"
+# 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
+# 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -45,17 +50,38 @@ class GradingError(RuntimeError):
 class GradeReport:
     instance_id: str
     status: str
-    """``resolved``, ``unresolved``, ``patch_failed`` or ``tests_timed_out``."""
+    """``resolved``, ``unresolved``, ``patch_failed``, ``patch_too_large``, ``diff_failed`` (the work
+    copy could not be diffed), ``tests_timed_out`` or ``tests_tampered`` (the runner's own record
+    contradicts the log)."""
     resolved: bool
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
     dropped_paths: list[str] = field(default_factory=list)
     """Paths whose edits were removed from the patch before grading (hidden tests, protected)."""
+    restored_paths: list[str] = field(default_factory=list)
+    """Paths the patch changed that the grader took from the base again (tests, runner files)."""
+    flags: list[str] = field(default_factory=list)
+    """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
+    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``; the env adds
+    ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
+    suspicion: list[str] = field(default_factory=list)
+    """The same, in words, with the paths and names involved."""
+    tampering: list[str] = field(default_factory=list)
+    """Why the test log was not believed (``tests_tampered``)."""
     applied_with: str = ""
     error: str = ""
     log_tail: str = ""
     duration_s: float = 0.0
     grader_version: str = GRADER_VERSION
+
+    def flag(self, name: str, why: str) -> None:
+        if name not in self.flags:
+            self.flags.append(name)
+        self.suspicion.append(why)
+
+    @property
+    def suspicious(self) -> bool:
+        return bool(self.flags)
 
     @property
     def reward(self) -> float:
@@ -106,10 +132,19 @@ def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
 
 
 class Grader:
-    """Grades patches for tasks; one instance can grade many tasks, concurrently."""
+    """Grades patches for tasks; one instance can grade many tasks, concurrently.
 
-    def __init__(self, sandbox_factory: SandboxFactory | None = None) -> None:
+    Every step that touches the agent's patch runs inside a fresh grading sandbox (bubblewrap or a
+    container), never on the host: apply the patch, restore the protected paths from the base
+    (``protect.py``), install the hidden tests, run the test command under the runner guards
+    (``runners.py``), read the guards' reports back. Then the log is parsed, the benchmark's rule
+    decides, and the guards cross-check the log; a disagreement is ``tests_tampered``."""
+
+    def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES) -> None:
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
+        self.patch_bytes = patch_bytes
+        """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
+        the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
 
     def grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
         t0 = time.monotonic()
@@ -118,118 +153,184 @@ class Grader:
             raise GradingError(f"{task.instance_id}: SWE-bench Pro is graded with Scale's per-instance run "
                                "scripts; none were found (set HA_PRO_SCRIPTS to a checkout of "
                                "scaleapi/SWE-bench_Pro-os, or put its mirror under HA_REPOS_DIR)")
-        kept, dropped = filter_patch(patch, task)
+        if len(patch) > self.patch_bytes:
+            return ungradable(task, "patch_too_large", f"the patch has {len(patch)} characters; the cap is "
+                              f"{self.patch_bytes}", time.monotonic() - t0)
+        kept, dropped, unsafe = filter_patch(patch, task)
         if pro:  # Scale strips binary hunks and applies with `git apply` only
             from .pro import strip_binary_hunks
 
             kept, binary = strip_binary_hunks(kept)
             dropped += [p for p in binary if p not in dropped]
         report = GradeReport(task.instance_id, "unresolved", False, dropped_paths=dropped)
+        if unsafe:
+            report.flag("unsafe_paths", "the patch writes outside the repository or into .git: " + ", ".join(unsafe[:10]))
+        if dropped:
+            report.flag("touches_test_infrastructure",
+                        "the patch edits hidden tests or protected paths (dropped): " + ", ".join(dropped[:10]))
+        internals = runner_internals(kept)
+        if internals:
+            report.flag("runner_internals_in_patch", "the patch's code mentions test-runner internals: "
+                        + ", ".join(internals))
         try:
-            if getattr(self.sandbox_factory, "in_place", False):
-                log, timed_out = self._in_place(task, kept, report, allow_fuzz=not pro)
-            else:
-                log, timed_out = self._on_host_copy(task, kept, report, snapshot, allow_fuzz=not pro)
+            evidence = self._run(task, kept, report, snapshot, allow_fuzz=not pro)
         except GradingError:
             raise
         except (OSError, SandboxError, KeyError) as exc:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
-        if report.status != "patch_failed":
-            report.log_tail = log[-4000:]
-            decide(report, task, get_parser(task.tests.log_parser, task.instance_id)(log))
-            if timed_out and not report.resolved:
+        if evidence is not None:
+            report.log_tail = evidence.log[-4000:]
+            statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
+            decide(report, task, statuses)
+            reasons = [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
+            if reasons:
+                report.status, report.resolved = "tests_tampered", False
+                report.tampering = reasons
+                report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
+            elif evidence.timed_out and not report.resolved:
                 report.status = "tests_timed_out"
         report.duration_s = time.monotonic() - t0
         return report
 
-    def _on_host_copy(self, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None,
-                      allow_fuzz: bool) -> tuple[str, bool]:
-        """Prepare a copy of the snapshot on the host, then run the tests on it in a fresh sandbox."""
+    def _sandbox(self, task: Task, snapshot: Snapshot | None) -> tuple[Sandbox, Path | None]:
+        if getattr(self.sandbox_factory, "in_place", False):
+            return self.sandbox_factory(None, None, task), None
         snapshot = snapshot or prepare_snapshot(task)
         root = Path(tempfile.mkdtemp(prefix="ha-grade-"))
-        sandbox: Sandbox | None = None
-        try:
-            # The sandbox first: building its environment may write generated files into the snapshot
-            # (setuptools_scm's _version.py from an in-tree build), and the copy must have them.
-            sandbox = self.sandbox_factory(snapshot, root, task)
-            copy = root / "testbed"
-            make_work_copy(snapshot, copy)
-            if kept.strip():
-                ok, how, err = apply_patch(copy, kept, root / "agent.patch", allow_fuzz=allow_fuzz)
-                report.applied_with = how
-                if not ok:
-                    report.status, report.error = "patch_failed", err
-                    return "", False
-            else:
-                report.applied_with = "empty"
-            self._install_hidden_tests(task, snapshot, copy, root)
-            return self._run_tests(task, sandbox)
-        finally:
-            if sandbox is not None:
-                sandbox.close()
-            shutil.rmtree(root, ignore_errors=True)
+        # The sandbox first: building its environment may write generated files into the snapshot
+        # (setuptools_scm's _version.py from an in-tree build); its copy, made at start, has them.
+        return self.sandbox_factory(snapshot, root, task), root
 
-    def _in_place(self, task: Task, kept: str, report: GradeReport, allow_fuzz: bool) -> tuple[str, bool]:
-        """Everything inside one fresh sandbox started from the task's snapshot image (Docker): the
-        image's own work copy is used as built, so official images keep their in-place builds."""
-        sandbox = self.sandbox_factory(None, None, task)
+    def _run(self, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None,
+             allow_fuzz: bool) -> Evidence | None:
+        """Everything inside one fresh grading sandbox; None when the patch does not apply."""
+        sandbox, root = self._sandbox(task, snapshot)
         try:
             sandbox.start()
-            sandbox.write_file(f"{GRADE_DIR}/agent.patch", _patch_bytes(kept))
-            sandbox.write_file(f"{GRADE_DIR}/test.patch", _patch_bytes(task.tests.test_patch))
+            gd = f"{sandbox.workdir}/{GRADE_DIR}"
+            changed: list[str] = []
             if kept.strip():
-                res = sandbox.run(_apply_script(f"{GRADE_DIR}/agent.patch", allow_fuzz), timeout=300)
+                sandbox.write_file(f"{gd}/agent.patch", _patch_bytes(kept))
+                res = sandbox.run(_apply_script(f"{gd}/agent.patch", allow_fuzz), timeout=300,
+                                  head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
                 how = re.findall(r"^HA_APPLIED=(.*)$", res.output, re.M)
                 if not how or how[-1] == "failed":
                     report.status, report.error = "patch_failed", _apply_error(res.output)
-                    return "", False
+                    return None
                 report.applied_with = how[-1]
+                changed = _applied_paths(res.output, kept)
             else:
                 report.applied_with = "empty"
-            res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{GRADE_DIR}/test.patch"
+            restored = self._restore(sandbox, task, changed, gd)
+            touched = [p for p in changed if any(p == r or p.startswith(r + "/") for r in restored)]
+            if touched:
+                report.restored_paths = touched
+                report.flag("touches_test_infrastructure", "the patch changed files the grader takes from the "
+                            "base: " + ", ".join(touched[:10]))
+            if task.tests.test_patch.strip():
+                sandbox.write_file(f"{gd}/test.patch", _patch_bytes(task.tests.test_patch))
+            res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{gd}/test.patch"
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
-            res = sandbox.run(task.tests.test_command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD,
-                              tail_bytes=LOG_TAIL)
-            return res.output, res.timed_out
+            return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed])
         finally:
             sandbox.close()
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
 
-    def _install_hidden_tests(self, task: Task, snapshot: Snapshot, copy: Path, root: Path) -> None:
-        for path in task.hidden_test_files:
-            in_base = git(["cat-file", "-e", f"{snapshot.base_commit}:{path}"], copy, check=False).returncode == 0
-            if in_base:
-                git(["checkout", snapshot.base_commit, "--", path], copy)
-            else:
-                target = copy / path
-                if target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
-                elif target.exists() or target.is_symlink():
-                    target.unlink()
-        if not task.tests.test_patch.strip():
-            return  # the hidden tests come with the environment (R2E-Gym's /r2e_tests)
-        ok, _, err = apply_patch(copy, task.tests.test_patch, root / "test.patch", allow_fuzz=False)
-        if not ok:
-            raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {err}")
+    def _restore(self, sandbox: Sandbox, task: Task, changed: list[str], gd: str) -> list[str]:
+        """Protected paths back to the base (``protect.py``); returns the targets."""
+        res = sandbox.run("git -c core.quotepath=false ls-tree -r --name-only HEAD", timeout=300,
+                          head_bytes=64 << 20, tail_bytes=0)
+        if res.exit_code != 0 or res.truncated:
+            raise GradingError(f"cannot list the base tree of {task.instance_id}: {res.output[-500:]}")
+        base_files = set(res.output.splitlines())
+        # What the patch can have changed, and every ancestor of it, with their types now (a
+        # symlink where a protected path lies is replaced, not followed).
+        probe = sorted({"/".join(p.split("/")[:i]) for p in changed for i in range(1, p.count("/") + 2)})
+        tree: dict[str, str] = {p: "f" for p in base_files}
+        if probe:
+            sandbox.write_file(f"{gd}/probe", ("\n".join(probe) + "\n").encode("utf-8", "surrogateescape"))
+            res = sandbox.run('while IFS= read -r p; do if [ -L "$p" ]; then echo "l $p"; elif [ -d "$p" ]; '
+                              'then echo "d $p"; elif [ -e "$p" ]; then echo "f $p"; fi; done < '
+                              + ansi_c_quote(gd + "/probe"), timeout=300, head_bytes=64 << 20, tail_bytes=0)
+            for line in res.output.splitlines():
+                kind, _, path = line.partition(" ")
+                if kind in ("l", "d", "f"):
+                    tree[path] = kind
+        targets = restore_targets(task, base_files, tree)
+        if not targets:
+            return targets
+        in_base = [t for t in targets if t in base_files or any(f.startswith(t + "/") for f in base_files)]
+        sandbox.write_file(f"{gd}/restore.list", "\0".join(in_base).encode("utf-8", "surrogateescape"))
+        res = sandbox.run(restore_script(targets, in_base, f"{gd}/restore.list"), timeout=300)
+        if "HA_RESTORED" not in res.output:
+            raise GradingError(f"cannot restore the protected paths of {task.instance_id}: {res.output[-800:]}")
+        return targets
 
-    def _run_tests(self, task: Task, sandbox: Sandbox) -> tuple[str, bool]:
-        try:
-            sandbox.start()
-            command = task.tests.test_command
-            if sandbox.workdir != task.environment.workdir:
-                # Not isolated (the copy is a host path): commands written for the task's workdir
-                # (Pro's run scripts `cd /app`) are pointed at the copy.
-                command = re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])",
-                                 sandbox.workdir, command)
-            res = sandbox.run(command, timeout=task.tests.timeout_s,
-                              head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
-            return res.output, res.timed_out
-        finally:
-            sandbox.close()
+    def _run_tests(self, task: Task, sandbox: Sandbox, gd: str, changed: list[str]) -> Evidence:
+        command = task.tests.test_command
+        if sandbox.workdir != task.environment.workdir:
+            # Not isolated (the copy is a host path): commands written for the task's workdir
+            # (Pro's run scripts `cd /app`) are pointed at the copy.
+            command = re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])",
+                             sandbox.workdir, command)
+        reports: dict[str, str] = {}
+        for guard in guards_for(task):
+            run = guard.prepare(task, command, gd, changed)
+            command = run.command
+            for name, data in run.files.items():
+                sandbox.write_file(f"{gd}/{name}", data)
+            if run.report:
+                reports[guard.name] = run.report
+        res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
+        evidence = Evidence(res.output, res.exit_code, res.timed_out)
+        for name, path in reports.items():
+            try:
+                evidence.reports[name] = json.loads(sandbox.read_file(path).decode("utf-8", "replace"))
+            except (FileNotFoundError, ValueError):
+                evidence.reports[name] = None
+        return evidence
 
 
-GRADE_DIR = "/tmp/ha-grade"
+GRADE_DIR = ".git/ha-grade"
+"""The grader's files in the grading copy, inside its own ``.git``: never part of the tree, and no
+patch may write there."""
+
+_RUNNER_INTERNALS = re.compile(
+    r"^\+.*?\b(_pytest\b|pytest_runtest_\w+|pytest_sessionfinish|pluggy|TestReport|_exit(?=\()|"
+    r"sys\.modules\[['\"](?:_?pytest|unittest)['\"]\]|atexit\b|process\.exit\(0\)|os\.Exit\(0\)|"
+    r"std::process::exit\(0\)|gc\.get_objects|ha_pytest_guard|ha_node_guard|HA_GUARD)", re.M)
+
+
+def runner_internals(patch: str) -> list[str]:
+    """Test-runner internals that the patch's added lines mention (a suspicion, not a verdict)."""
+    return sorted({m.group(1) for m in _RUNNER_INTERNALS.finditer(patch)})
+
+
+def ungradable(task: Task, status: str, why: str, duration_s: float = 0.0) -> GradeReport:
+    """The verdict on a change that cannot be graded because of what the agent did
+    (``patch_too_large``, ``diff_failed``): reward 0, not masked."""
+    report = GradeReport(task.instance_id, status, False, error=why, duration_s=duration_s)
+    if status == "patch_too_large":
+        report.flag("patch_too_large", why)
+    return report
+
+
+def _applied_paths(output: str, patch: str) -> list[str]:
+    """The paths the applied patch touched: git's reading (``--numstat``), GNU patch's (``patching
+    file``) and ours (``patchfile.section_paths``), together."""
+    paths: dict[str, None] = {}
+    for line in output.splitlines():
+        if line.startswith("HA_PATH "):
+            paths.setdefault(line[8:].strip('"'), None)
+        elif line.startswith("patching file "):
+            paths.setdefault(line[14:].strip().strip("'\""), None)
+    for section in split_patch(patch):
+        for p in section_paths(section):
+            paths.setdefault(p, None)
+    return [p for p in paths if p and not unsafe_path(p)]
 
 
 def _patch_bytes(patch: str) -> bytes:
@@ -238,13 +339,21 @@ def _patch_bytes(patch: str) -> bytes:
     return patch.encode("utf-8", errors="surrogateescape")
 
 
+
+
 def _apply_script(path: str, allow_fuzz: bool) -> str:
-    """``git apply``, then (SWE-bench's fallback) ``patch --fuzz=5``; prints HA_APPLIED=<how>."""
+    """``git apply``, then (SWE-bench's fallback) ``patch --fuzz=5``; prints the paths git reads in
+    the patch (``HA_PATH <path>``), GNU patch's ``patching file`` lines and ``HA_APPLIED=<how>``."""
     q = ansi_c_quote(path)
+    err = ansi_c_quote(path + ".err")
+    g = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false"
+    listing = (f"{g} apply --numstat {q} 2>/dev/null | "
+               "awk -F'\\t' 'NF>=3 {print \"HA_PATH \" $3}'; ")
     fuzz = (f"elif command -v patch >/dev/null && patch --batch --fuzz=5 -p1 --dry-run -i {q} >/dev/null 2>&1 "
-            f"&& patch --batch --fuzz=5 -p1 -i {q} >/dev/null 2>&1; then echo 'HA_APPLIED=patch --fuzz=5'\n") if allow_fuzz else ""
-    return (f"if git apply --whitespace=nowarn {q} 2>{GRADE_DIR}/apply.err; then echo 'HA_APPLIED=git apply'\n"
-            f"{fuzz}else echo HA_APPLIED=failed; cat {GRADE_DIR}/apply.err; fi")
+            f"&& patch --batch --fuzz=5 -p1 --no-backup-if-mismatch -i {q} 2>&1; "
+            "then echo 'HA_APPLIED=patch --fuzz=5'\n") if allow_fuzz else ""
+    return (listing + f"if {g} apply --whitespace=nowarn {q} 2>{err}; then echo 'HA_APPLIED=git apply'\n"
+            f"{fuzz}else echo HA_APPLIED=failed; cat {err}; fi")
 
 
 def _apply_error(output: str) -> str:
@@ -289,57 +398,25 @@ def decide(report: GradeReport, task: Task, statuses: dict[str, str]) -> None:
     report.status = "resolved" if report.resolved else "unresolved"
 
 
-def split_patch(patch: str) -> list[str]:
-    """A multi-file patch -> one section per file (``diff --git`` headers, else ``--- `` pairs)."""
-    lines = patch.splitlines(keepends=True)
-    starts = [i for i, l in enumerate(lines) if l.startswith("diff --git ")]
-    if not starts:
-        starts = [i for i, l in enumerate(lines)
-                  if l.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")]
-    if not starts:
-        return [patch] if patch.strip() else []
-    sections = []
-    if starts[0] > 0 and "".join(lines[:starts[0]]).strip():
-        sections.append("".join(lines[:starts[0]]))
-    for a, b in zip(starts, starts[1:] + [len(lines)]):
-        sections.append("".join(lines[a:b]))
-    return sections
-
-
-def filter_patch(patch: str, task: Task) -> tuple[str, list[str]]:
-    """Drop file sections that touch hidden-test files or protected paths."""
+def filter_patch(patch: str, task: Task) -> tuple[str, list[str], list[str]]:
+    """Drop file sections that touch hidden-test files or protected paths, or write outside the
+    repository (absolute, ``..``, ``.git``): (kept patch, dropped protected paths, unsafe paths).
+    Advisory: the grader restores the protected paths after applying whatever is kept."""
     hidden = set(task.hidden_test_files)
     globs = task.tests.protected_paths
-    kept, dropped = [], []
+    kept, dropped, unsafe = [], [], []
     for section in split_patch(patch):
-        paths = [p for p in patch_paths(section) if p != "dev/null"]
+        paths = section_paths(section)
+        bad_unsafe = [p for p in paths if unsafe_path(p)]
         bad = [p for p in paths if p in hidden or any(fnmatch.fnmatch(p, g) for g in globs)]
-        if bad:
+        if bad_unsafe:
+            unsafe.extend(p for p in bad_unsafe if p not in unsafe)
+        elif bad:
             dropped.extend(p for p in bad if p not in dropped)
         else:
             kept.append(section)
-    return "".join(kept), dropped
+    return "".join(kept), dropped, unsafe
 
 
-def apply_patch(repo: Path, patch: str, patch_file: Path, allow_fuzz: bool = True) -> tuple[bool, str, str]:
-    """Apply ``patch`` in ``repo``: (ok, method, error). Never raises for a bad patch."""
-    if not patch.endswith("\n"):
-        patch += "\n"
-    patch_file.write_text(patch, encoding="utf-8", errors="surrogateescape")
-    proc = git(["apply", "--whitespace=nowarn", str(patch_file)], repo, check=False)
-    if proc.returncode == 0:
-        return True, "git apply", ""
-    error = proc.stderr.decode(errors="replace").strip()
-    if allow_fuzz and shutil.which("patch"):
-        dry = subprocess.run(["patch", "--batch", "--fuzz=5", "-p1", "--dry-run", "-i", str(patch_file)],
-                             cwd=repo, capture_output=True)
-        if dry.returncode == 0:
-            real = subprocess.run(["patch", "--batch", "--fuzz=5", "-p1", "-i", str(patch_file)],
-                                  cwd=repo, capture_output=True)
-            if real.returncode == 0:
-                return True, "patch --fuzz=5", ""
-    return False, "", error or "patch does not apply"
-
-
-__all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "apply_patch",
-           "filter_patch", "split_patch"]
+__all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",
+           "split_patch"]

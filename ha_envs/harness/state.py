@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..sandbox.shell import text_bytes
+
 TEST_COMMAND = re.compile(
     r"(\bpy\.?test\b|\bunittest\b|runtests\.py|\bbin/test\b|\btox\b|\bnox\b|\bgo\s+test\b|\bcargo\s+test\b|"
     r"\b(npm|yarn|pnpm)\s+(run\s+)?test\b|\bnode\s+--test\b|\bjest\b|\bmocha\b|\bvitest\b|\bmake\s+(check|test)\b|"
@@ -19,7 +21,7 @@ def looks_like_test_run(command: str) -> bool:
 
 
 def digest(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return hashlib.sha1(text_bytes(text)).hexdigest()[:16]
 
 
 @dataclass

@@ -20,7 +20,7 @@ import gymnasium as gym
 from ..actions import FormatError, ToolCall
 from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv, tool_message
 from ..messages import message
-from ..sandbox.base import SandboxError
+from ..sandbox.base import PatchError, SandboxError
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
 from .parsers import ToolCallParser, format_instructions
 from .spec import HarnessSpec, load_spec, resolved_params
@@ -113,7 +113,12 @@ class ToolsWrapper(gym.Wrapper):
             return
         base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
         assert base.sandbox is not None
-        patch = base.sandbox.diff()
+        try:
+            patch = base.sandbox.diff()
+        except PatchError as exc:  # the final diff in the env reports it as the verdict
+            st.delivery = {"diff": "", "files": [], "edits": st.edits, "test_runs": st.test_runs,
+                           "tested_after_last_edit": st.tested_since_edit, "empty": False, "error": str(exc)}
+            return
         files = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
         st.delivery = {"diff": patch, "files": files, "edits": st.edits, "test_runs": st.test_runs,
                        "tested_after_last_edit": st.tested_since_edit, "empty": not patch.strip()}

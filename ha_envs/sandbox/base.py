@@ -19,6 +19,16 @@ class SandboxError(RuntimeError):
     """The sandbox (not the agent's command) failed; the episode cannot go on."""
 
 
+class PatchError(RuntimeError):
+    """The agent's changes cannot be turned into a gradable patch because of what the agent did
+    (``kind``: ``patch_too_large``, ``diff_failed``). Unlike :class:`SandboxError` this is the
+    agent's doing: the episode is graded (reward 0), not masked."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class RunResult:
     output: str
@@ -63,13 +73,26 @@ class Sandbox(Protocol):
 
     def diff(self) -> str:
         """The work copy's changes against the base commit as a git patch (new files included,
-        build outputs excluded)."""
+        build outputs excluded), made without any of the agent's git state (config, attributes,
+        index, hooks) under the sandbox's limits. Raises :class:`PatchError` for a change over
+        the size cap or a tree that cannot be diffed, :class:`SandboxError` when the sandbox broke."""
 
     def reset(self) -> None:
         """Pristine work copy and a fresh shell."""
 
     def close(self) -> None:
         """Stop every process and release resources. Idempotent."""
+
+
+NUL_NOTE = "the command contains a NUL byte (\\x00), which a shell cannot take; nothing was run"
+
+
+def nul_result(command: str) -> RunResult | None:
+    """The typed refusal of a command bash cannot represent (bash would silently drop the text
+    after a NUL byte and run the rest), or None when the command is fine."""
+    if "\x00" not in command:
+        return None
+    return RunResult("", 2, notes=(NUL_NOTE,))
 
 
 def decode_output(data: bytes) -> str:

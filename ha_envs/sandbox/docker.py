@@ -32,10 +32,10 @@ from typing import Any, Callable, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .base import RunResult, SandboxError
-from .limits import now_ticks
+from .base import PatchError, RunResult, SandboxError, nul_result
+from .limits import DiskWatch, now_ticks
 from .shell import PersistentShell, ansi_c_quote, to_result
-from .workcopy import diff_script
+from .workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script
 
 T = TypeVar("T")
 LABEL = "harnessadapt"
@@ -58,6 +58,12 @@ class DockerSandboxConfig:
     memory_bytes: int = 4 << 30
     cpus: float = 2.0
     max_pids: int = 512
+    disk_bytes: int = 8 << 30
+    """Disk quota of the work copy (checked while commands run; no single file may exceed it)."""
+    tmp_bytes: int = 2 << 30
+    """Size of the container's ``/tmp`` (a tmpfs, so the cap is hard)."""
+    patch_bytes: int = PATCH_CAP_BYTES
+    """Cap on the total size of the changed files that ``diff()`` turns into a patch."""
     command_timeout_s: float = 120.0
     output_head_bytes: int = 8_000
     output_tail_bytes: int = 8_000
@@ -235,18 +241,21 @@ class DockerSandbox:
         return self._image
 
     def _create(self) -> Any:
+        import docker.errors
+        import docker.types
+
         c = self.config
         kwargs = dict(
             entrypoint=["sleep", "infinity"], detach=True, init=True, working_dir=self.workdir,
             network_mode="bridge" if c.network else "none", mem_limit=c.memory_bytes, memswap_limit=c.memory_bytes,
             pids_limit=c.max_pids, nano_cpus=int(c.cpus * 1e9), cap_drop=["ALL"],
             security_opt=["no-new-privileges"], environment=_ENV,
+            tmpfs={"/tmp": f"rw,exec,size={c.tmp_bytes}"},
+            ulimits=[docker.types.Ulimit(name="fsize", soft=c.disk_bytes, hard=c.disk_bytes)],
             labels={LABEL: "1", f"{LABEL}.owner": owner(), f"{LABEL}.role": self.role,
                     f"{LABEL}.instance": getattr(self.task, "instance_id", "") or ""},
             volumes={host: {"bind": inside, "mode": "rw"} for host, inside in self.mounts.items()},
         )
-        import docker.errors
-
         try:
             container = retrying(lambda: self.client.containers.run(self.image, **kwargs))
         except docker.errors.ImageNotFound as exc:
@@ -318,6 +327,9 @@ class DockerSandbox:
     # -- commands ----------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
             tail_bytes: int | None = None) -> RunResult:
+        refused = nul_result(command)
+        if refused is not None:
+            return refused
         if self.closed:
             raise SandboxError("sandbox is closed")
         if self.shell is None:
@@ -331,7 +343,13 @@ class DockerSandbox:
         tail = self.config.output_tail_bytes if tail_bytes is None else tail_bytes
         t0, ticks = time.monotonic(), now_ticks() - 1
         notes: list[str] = []
-        cap = self.shell.execute(command, timeout, head, tail, on_timeout=lambda: self._kill_since(ticks))
+        disk = self._disk_watch()
+        cap = self.shell.execute(command, timeout, head, tail, on_timeout=lambda: self._kill_since(ticks),
+                                 watchdog=disk.check if disk else None)
+        if disk is not None and not cap.stopped:
+            over = disk.check()
+            if over:
+                notes.append(over)
         if cap.exit_code is None:
             self._check_container()
             if cap.timed_out:
@@ -343,6 +361,24 @@ class DockerSandbox:
             self._stop_shell()
             self._start_shell()
         return to_result(cap, timeout, time.monotonic() - t0, notes)
+
+    def _disk_watch(self) -> DiskWatch | None:
+        """The work copy's quota, triggered by the free space of the daemon's storage when this
+        process can see it (a local daemon), measured with ``du`` inside the container."""
+        if getattr(self, "_disk", None) is None or self._disk_container is not self.container:
+            root = "/var/lib/docker"
+            if not os.path.isdir(root):
+                return None
+            self._disk_container = self.container
+            self._disk = DiskWatch(root, self._work_bytes, self.config.disk_bytes)
+        return self._disk
+
+    def _work_bytes(self) -> int:
+        rc, out = self._exec(f"du -sxk {ansi_c_quote(self.workdir)} 2>/dev/null | cut -f1")
+        try:
+            return int(out.split()[0]) * 1024
+        except (ValueError, IndexError):
+            return 0
 
     def _kill_since(self, ticks: int) -> None:
         """SIGKILL every process in the container started at or after ``ticks`` (boot-clock ticks,
@@ -394,11 +430,89 @@ class DockerSandbox:
         if not ok:
             raise OSError(f"cannot write {path}: the daemon refused the archive")
 
+    def _exec_split(self, script: str, timeout: float = 300) -> tuple[int, bytes, bytes]:
+        """Like ``_exec`` with stdout and stderr apart, under ``timeout`` (124 when it runs past)."""
+        self._check_container()
+        try:
+            rc, (out, err) = retrying(lambda: self.container.exec_run(
+                ["timeout", "-s", "KILL", str(int(timeout)), "bash", "-c", script], workdir=self.workdir,
+                environment=_ENV, demux=True))
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"docker exec failed: {exc}") from exc
+        return (124 if rc == 137 else rc), out or b"", err or b""
+
+    @property
+    def base_commit(self) -> str:
+        if self.snapshot is None:
+            _ = self.image  # resolving the image finds the snapshot
+        return self.snapshot.base_commit if self.snapshot is not None else "HEAD"
+
     def diff(self) -> str:
-        rc, out = self._exec(diff_script(self.snapshot.base_commit if self.snapshot is not None else "HEAD"))
-        if rc != 0:
-            raise SandboxError(f"git diff failed in the container: {out.decode(errors='replace').strip()[:500]}")
-        return out.decode("utf-8", errors="surrogateescape")
+        """The agent's changes against the base commit (see the protocol), computed in the
+        container under its limits. The base is read from the work copy's object store; when the
+        agent destroyed it, the work tree is copied into a fresh container of the same image and
+        diffed there against the pristine one."""
+        from .local import parse_diff_result
+
+        cap = self.config.patch_bytes
+        rc, out, err = self._exec_split(diff_script(self.base_commit, f"{self.workdir}/.git/objects", cap))
+        if rc == DIFF_NO_BASE:
+            return self._diff_in_fresh_container()
+        return parse_diff_result(rc, out, err, cap)
+
+    def _diff_in_fresh_container(self) -> str:
+        from .local import parse_diff_result
+
+        fresh = DockerSandbox(self.task, DockerSandboxConfig(**{**self.config.__dict__, "warm": 0}),
+                              image=self.image, snapshot=self.snapshot)
+        try:
+            fresh.start()
+            rc, out = fresh._exec(f"find {ansi_c_quote(self.workdir)} -mindepth 1 -maxdepth 1 ! -name .git "
+                                  "-exec rm -rf {} +")
+            if rc != 0:
+                raise SandboxError(f"cannot empty the fresh work copy: {out.decode(errors='replace')[-300:]}")
+            import tempfile
+
+            with tempfile.TemporaryFile() as tar:
+                self._export_tree(tar)
+                tar.seek(0)
+                if not retrying(lambda: fresh.container.put_archive(os.path.dirname(self.workdir) or "/", tar)):
+                    raise SandboxError("the daemon refused the work tree's archive")
+            cap = self.config.patch_bytes
+            rc, out, err = fresh._exec_split(diff_script(self.base_commit, f"{self.workdir}/.git/objects", cap))
+            if rc == DIFF_NO_BASE:
+                raise SandboxError("the base commit is missing from the snapshot image itself")
+            return parse_diff_result(rc, out, err, cap)
+        finally:
+            fresh.close()
+
+    def _export_tree(self, dest: Any) -> None:
+        """The work tree (its ``.git`` left out) as a tar in ``dest``; over the disk quota it is
+        the agent's doing (``diff_failed``)."""
+        stream, _ = retrying(lambda: self.container.get_archive(self.workdir))
+        raw = tempfile_spool()
+        total = 0
+        for chunk in stream:
+            total += len(chunk)
+            if total > self.config.disk_bytes + (64 << 20):
+                raise PatchError("diff_failed", "the work copy is larger than the disk quota; it cannot be diffed")
+            raw.write(chunk)
+        raw.seek(0)
+        top = os.path.basename(self.workdir.rstrip("/"))
+        with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=dest, mode="w|") as out:
+            for member in src:
+                parts = member.name.split("/")
+                if len(parts) > 1 and parts[1] == ".git":
+                    continue
+                if parts[0] != top:
+                    continue
+                out.addfile(member, src.extractfile(member) if member.isfile() else None)
+
+
+def tempfile_spool() -> Any:
+    import tempfile
+
+    return tempfile.SpooledTemporaryFile(max_size=64 << 20)
 
 
 def docker_available() -> bool:

@@ -15,6 +15,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger(__name__)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -41,9 +42,12 @@ class Limits:
 
     _warned = False
 
-    def __init__(self, memory_bytes: int, max_pids: int, session_id_hint: str = "") -> None:
+    def __init__(self, memory_bytes: int, max_pids: int, session_id_hint: str = "",
+                 file_bytes: int | None = None) -> None:
         self.memory_bytes = memory_bytes
         self.max_pids = max_pids
+        self.file_bytes = file_bytes
+        """RLIMIT_FSIZE for every process (the largest file one may write); None: unlimited."""
         self.name = f"harnessadapt-{session_id_hint or uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
         self.procs_file: Path | None = None
@@ -95,7 +99,10 @@ class Limits:
         return ["/bin/sh", "-c", f"{moves}; exec \"$@\"", "ha-enter"]
 
     def preexec(self) -> None:
-        """rlimits applied in the child when no cgroup is available (the fallback)."""
+        """rlimits applied in the child: the file size cap always, memory and processes when no
+        cgroup is available (the fallback)."""
+        if self.file_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_bytes, self.file_bytes))
         if not self.dirs:
             resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
             resource.setrlimit(resource.RLIMIT_NPROC, (self.max_pids, self.max_pids))
@@ -195,6 +202,58 @@ class Limits:
         self.dirs = []
         self.procs_file = None
         self.pids_current = None
+
+
+class DiskWatch:
+    """A disk quota on directories no filesystem quota covers (the work copy).
+
+    Walking a large tree after every command would cost more than the command; instead the free
+    space of the filesystem holding it is read (one ``statvfs``), and only when it fell by more
+    than the room left under the quota is the real usage measured (``measure``, bytes). So the
+    quota holds to within what a command writes between two polls (RLIMIT_FSIZE bounds any single
+    file at the quota)."""
+
+    def __init__(self, fs_path: str, measure: Callable[[], int], quota_bytes: int) -> None:
+        self.fs_path = fs_path
+        self.measure = measure
+        self.quota = quota_bytes
+        self.used = measure()
+        self._free = self._free_now()
+
+    def _free_now(self) -> int:
+        try:
+            st = os.statvfs(self.fs_path)
+        except OSError:
+            return 0
+        return st.f_bavail * st.f_frsize
+
+    def check(self) -> str | None:
+        """None while under the quota, else the reason to stop (usage re-measured when in doubt)."""
+        free = self._free_now()
+        if self._free - free <= self.quota - self.used:
+            return None
+        self.used, self._free = self.measure(), free
+        if self.used > self.quota:
+            return (f"disk quota ({self.quota >> 20} MiB) exceeded: the work copy and temporary files "
+                    f"hold {self.used >> 20} MiB; delete files to go on")
+        return None
+
+
+def tree_bytes(*roots: str) -> int:
+    """Bytes allocated under ``roots`` (symlinks not followed, each inode counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in filenames + dirnames:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+    return total
 
 
 def _own_cgroups() -> dict[str, str]:

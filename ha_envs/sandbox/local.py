@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
-from .base import RunResult, SandboxError
-from .limits import Limits, now_ticks
+from .base import PatchError, RunResult, SandboxError, nul_result
+from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .shell import PersistentShell, ansi_c_quote, to_result
-from .workcopy import Snapshot, diff_script, make_work_copy, prepare_snapshot, reset_in_place
+from .workcopy import (DIFF_NO_BASE, DIFF_TOO_LARGE, PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy,
+                       prepare_snapshot, reset_in_place)
 
 log = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +45,12 @@ class LocalSandboxConfig:
     output_tail_bytes: int = 8_000
     memory_bytes: int = 4 << 30
     max_pids: int = 512
+    disk_bytes: int = 8 << 30
+    """Disk quota of the work copy (checked while commands run; no single file may exceed it)."""
+    tmp_bytes: int = 2 << 30
+    """Size of the private ``/tmp`` (a tmpfs under bubblewrap, so the cap is hard)."""
+    patch_bytes: int = PATCH_CAP_BYTES
+    """Cap on the total size of the changed files that ``diff()`` turns into a patch."""
     reset_strategy: str = "auto"
     """``copy`` (fresh copy of the snapshot), ``git`` (restore in place) or ``auto``: copy for
     trees under ``git_reset_min_files`` files, git above (see workcopy.py and RESULTS.md)."""
@@ -124,7 +131,7 @@ class LocalSandbox:
 
     def _start_shell(self) -> None:
         self._link_envs()  # every work copy (fresh, reset, or the grader's) sees the task's installs
-        self.limits = Limits(self.config.memory_bytes, self.config.max_pids)
+        self.limits = self._new_limits()
         argv = self.limits.enter_prefix() + self._argv()
         env = self._env()
         init = f"mkdir -p \"$HOME\"; cd {ansi_c_quote(self.workdir)}; PS1=''; PS2=''; unset HISTFILE"
@@ -137,8 +144,18 @@ class LocalSandbox:
             raise
         self._shell_ticks = now_ticks() + 1
         self._ooms_seen = self.limits.oom_kills()
+        roots = [str(self.host_dir)] + ([] if self.isolated else [str(self.root / "tmp")])
+        self.disk = DiskWatch(str(self.root), lambda: tree_bytes(*roots),
+                              self.config.disk_bytes + (0 if self.isolated else self.config.tmp_bytes))
 
-    def _argv(self) -> list[str]:
+    def _new_limits(self) -> Limits:
+        """The sandbox's limits, for its shell and for every helper process over its files."""
+        return Limits(self.config.memory_bytes, self.config.max_pids,
+                      file_bytes=max(self.config.disk_bytes, self.config.tmp_bytes))
+
+    def _argv(self, binds: list[tuple[str, str]] | None = None) -> list[str]:
+        """bwrap's argv (or nothing when unisolated) ending in ``--``, then the shell; ``binds``
+        are more (host path, sandbox path) pairs shown read-only."""
         shell = ["/bin/bash", "--noprofile", "--norc"]
         if not self.isolated:
             return shell
@@ -146,7 +163,7 @@ class LocalSandbox:
         if self.config.network:
             args.append("--share-net")
         # Private /proc, /dev and /tmp first, so later binds (a venv under /tmp, say) land on top.
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.config.tmp_bytes), "--tmpfs", "/tmp"]
         for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             p = Path(top)
             if p.is_symlink():
@@ -160,6 +177,8 @@ class LocalSandbox:
         suites = _PACKAGE_ROOT / "suites"
         if any(str(suites).startswith(p.rstrip("/") + "/") for p in toolchains + ["/usr"]):
             args += ["--tmpfs", str(suites)]
+        for host, inside in binds or ():
+            args += ["--ro-bind", host, inside]
         args += ["--bind", str(self.host_dir), self.mount_point, "--remount-ro", "/",
                  "--chdir", self.mount_point]
         return args + ["--"] + shell
@@ -241,13 +260,26 @@ class LocalSandbox:
     # -- commands ----------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
             tail_bytes: int | None = None) -> RunResult:
-        if self.shell is None or not self.shell.alive:
-            if self.shell is None:
-                self.start()
-            else:
-                raise SandboxError(f"the sandbox shell died (exit status {self.shell.proc.returncode if self.shell.proc else '?'})")
+        refused = nul_result(command)
+        if refused is not None:
+            return refused
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        notes: list[str] = []
         if not self.host_dir.is_dir():
-            raise SandboxError(f"the work copy {self.host_dir} is gone")
+            if self.isolated:  # a mount point cannot be removed from inside: the host did it
+                raise SandboxError(f"the work copy {self.host_dir} is gone (removed outside the sandbox)")
+            # Unisolated, a command can delete the work copy itself: the agent's doing, graded as
+            # it stands (an empty tree), not an infrastructure fault.
+            self.host_dir.mkdir(parents=True)
+            notes.append(f"the work copy {self.workdir} had been deleted; it was recreated empty")
+            self._stop_shell()
+        if self.shell is None or not self.shell.alive:
+            if self.shell is not None:  # it died between commands
+                self._check_shell_death(self.shell.proc.returncode if self.shell.proc else None)
+                notes.append(f"the shell had exited; a new shell was started in {self.workdir}")
+                self._stop_shell()
+            self.start()
         assert self.shell is not None and self.limits is not None
         timeout = self.config.command_timeout_s if timeout is None else timeout
         head = self.config.output_head_bytes if head_bytes is None else head_bytes
@@ -260,13 +292,17 @@ class LocalSandbox:
         def kill_command() -> None:
             limits.kill_started_since(ticks, session, spare)
 
-        notes: list[str] = []
-        cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command)
-        if cap.exit_code != 0:  # the OOM killer's victims show as a failed command
-            ooms = limits.oom_kills()
-            if ooms > self._ooms_seen:
-                notes.append(f"memory limit ({self.config.memory_bytes >> 20} MiB) reached: a process was killed")
-            self._ooms_seen = ooms
+        cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command, watchdog=self.disk.check)
+        # The OOM killer's victims are noted even when the command's last exit status is 0
+        # (`big_alloc; echo done` succeeds).
+        ooms = limits.oom_kills()
+        if ooms > self._ooms_seen:
+            notes.append(f"memory limit ({self.config.memory_bytes >> 20} MiB) reached: a process was killed")
+        self._ooms_seen = ooms
+        if not cap.stopped:  # a command quicker than one poll is still checked once
+            over = self.disk.check()
+            if over:
+                notes.append(over)
         if cap.exit_code is None:
             rc = shell.proc.returncode if shell.proc else None
             if cap.timed_out:
@@ -282,10 +318,23 @@ class LocalSandbox:
                 self._stop_shell()
                 self._start_shell()
             else:
-                raise SandboxError(f"the sandbox shell was killed (signal {-rc if rc else '?'}) while running a command")
+                self._check_shell_death(rc)
+                # Unisolated, bash itself is the process: `kill -9 $$` is the agent's doing.
+                notes.append(f"the shell was killed (signal {-rc if rc else '?'}); a new shell was started in "
+                             f"{self.workdir} (cwd and environment reset)")
+                cap.exit_code = 128 + (-rc if rc else 9)
+                self._stop_shell()
+                self._start_shell()
         if self.limits is limits and limits.at_pid_limit():
             notes.append(self._clear_pid_limit(limits, session, spare, "by this command"))
         return to_result(cap, timeout, time.monotonic() - t0, notes)
+
+    def _check_shell_death(self, rc: int | None) -> None:
+        """Under bubblewrap the shell's own process is bwrap: a command that kills bash inside makes
+        bwrap *exit* (status >= 0, the agent's doing), while a signal to bwrap itself came from
+        this host (an operator, the host's OOM killer): an infrastructure fault."""
+        if self.isolated and rc is not None and rc < 0:
+            raise SandboxError(f"the sandbox was killed from outside (signal {-rc})")
 
     def _clear_pid_limit(self, limits: Limits, session: int | None, spare: set[int], when: str) -> str:
         """A fork bomb (or a runaway pool) filled the process limit: everything the shell started
@@ -298,40 +347,69 @@ class LocalSandbox:
     def _abs(self, path: str) -> str:
         return path if path.startswith("/") else f"{self.workdir}/{path}"
 
-    def _oneoff(self, script: str, timeout: float = 120, stdin: bytes | None = None) -> tuple[int, bytes]:
-        """Run ``script`` in a fresh process with the sandbox's view (not in the agent's shell, so
-        the agent's cwd, variables and shell functions cannot change what it does)."""
+    def _oneoff(self, script: str, timeout: float = 120, stdin: bytes | None = None,
+                binds: list[tuple[str, str]] | None = None) -> tuple[int, bytes, bytes]:
+        """Run ``script`` in a fresh process with the sandbox's view and under the sandbox's limits
+        (not in the agent's shell, so the agent's cwd, variables and shell functions cannot change
+        what it does): (exit status, stdout, stderr); 124 when it ran past ``timeout``."""
         if self.closed:
             raise SandboxError("sandbox is closed")
         if not self.host_dir.is_dir():
-            raise SandboxError(f"the work copy {self.host_dir} is gone")
-        argv = self._argv()[:-3] + ["/bin/bash", "--noprofile", "--norc", "-c", script]
+            if self.isolated:
+                raise SandboxError(f"the work copy {self.host_dir} is gone (removed outside the sandbox)")
+            self.host_dir.mkdir(parents=True)  # deleted by an unisolated command; see run()
+        limits = self._new_limits()
+        argv = limits.enter_prefix() + self._argv(binds)[:-3] + ["/bin/bash", "--noprofile", "--norc", "-c", script]
         try:
-            proc = subprocess.run(argv, input=stdin, capture_output=True, env=self._env(),
-                                  cwd=str(self.host_dir), timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise SandboxError(f"sandbox helper command timed out after {timeout}s") from exc
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=self._env(), cwd=str(self.host_dir), preexec_fn=limits.preexec,
+                                    start_new_session=True)
+            try:
+                out, err = proc.communicate(stdin, timeout=timeout)
+                return proc.returncode, out, err
+            except subprocess.TimeoutExpired:
+                return 124, b"", f"timed out after {timeout:g}s".encode()
         except OSError as exc:
             raise SandboxError(f"cannot run a sandbox helper command: {exc}") from exc
-        return proc.returncode, proc.stdout + proc.stderr
+        finally:
+            limits.release()  # kills whatever the helper left behind
 
     def read_file(self, path: str) -> bytes:
         target = ansi_c_quote(self._abs(path))
-        rc, out = self._oneoff(f"test -f {target} && exec cat -- {target}")
+        rc, out, _ = self._oneoff(f"test -f {target} && exec cat -- {target}")
         if rc != 0:
             raise FileNotFoundError(path)
         return out
 
     def write_file(self, path: str, data: bytes) -> None:
         target = ansi_c_quote(self._abs(path))
-        rc, out = self._oneoff(f"mkdir -p -- \"$(dirname -- {target})\" && exec cat > {target}", stdin=data)
+        rc, _, err = self._oneoff(f"mkdir -p -- \"$(dirname -- {target})\" && exec cat > {target}", stdin=data)
         if rc != 0:
-            raise OSError(f"cannot write {path}: {out.decode(errors='replace').strip()}")
+            raise OSError(f"cannot write {path}: {err.decode(errors='replace').strip()}")
 
     def diff(self) -> str:
-        """The agent's changes against the base commit (new files included, build outputs
-        excluded), computed in a fresh sandboxed process with a throwaway index."""
-        rc, out = self._oneoff(diff_script(self.snapshot.base_commit))
-        if rc != 0:
-            raise SandboxError(f"git diff failed in the work copy: {out.decode(errors='replace').strip()[:500]}")
-        return out.decode("utf-8", errors="surrogateescape")
+        """The agent's changes against the base commit (see the protocol): the base comes from
+        the snapshot's object store (read-only, the grader's), so a destroyed or rewritten
+        ``.git`` in the work copy changes nothing but the agent's own tree."""
+        objects = str(self.snapshot.path / ".git" / "objects")
+        binds = [(objects, "/.ha-base-objects")] if self.isolated else []
+        script = diff_script(self.snapshot.base_commit, "/.ha-base-objects" if self.isolated else objects,
+                             self.config.patch_bytes)
+        rc, out, err = self._oneoff(script, timeout=300, binds=binds)
+        return parse_diff_result(rc, out, err, self.config.patch_bytes)
+
+
+def parse_diff_result(rc: int, out: bytes, err: bytes, cap: int) -> str:
+    """The patch text of a :func:`diff_script` run, or the typed reason there is none."""
+    text = err.decode(errors="replace").strip()
+    if rc == DIFF_TOO_LARGE or len(out) > 4 * cap:
+        size = text.split()[-1] if rc == DIFF_TOO_LARGE and text else str(len(out))
+        raise PatchError("patch_too_large", f"the change is too large to grade ({size} bytes of changed files; "
+                                            f"the cap is {cap} bytes)")
+    if rc == DIFF_NO_BASE:
+        raise SandboxError("the base commit is not readable in the grader's object store")
+    if rc == 124:
+        raise PatchError("diff_failed", "computing the patch timed out (too many or too large files in the work copy)")
+    if rc != 0:
+        raise PatchError("diff_failed", f"git could not diff the work copy: {text[-500:]}")
+    return out.decode("utf-8", errors="surrogateescape")

@@ -23,10 +23,28 @@ from .base import RunResult, SandboxError, decode_output
 _SAFE = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./,:=+@%^&*()[]{}<>|;~#!?$`\"")
 
 
+def text_bytes(text: str) -> bytes:
+    """UTF-8 bytes of ``text``; undecodable bytes carried as surrogate escapes become those bytes
+    again, and any other lone surrogate (which no byte sequence can carry) becomes U+FFFD."""
+    try:
+        return text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        out = bytearray()
+        for ch in text:
+            o = ord(ch)
+            if 0xDC80 <= o <= 0xDCFF:
+                out.append(o - 0xDC00)
+            elif 0xD800 <= o <= 0xDFFF:
+                out += "\ufffd".encode()
+            else:
+                out += ch.encode()
+        return bytes(out)
+
+
 def ansi_c_quote(text: str) -> str:
     """Quote ``text`` as a bash ``$'...'`` word that evaluates back to the exact bytes."""
     out = ["$'"]
-    for b in text.encode("utf-8", errors="surrogateescape"):
+    for b in text_bytes(text):
         if b in _SAFE:
             out.append(chr(b))
         else:
@@ -42,6 +60,8 @@ class Captured:
     total: int
     exit_code: int | None
     timed_out: bool
+    stopped: str = ""
+    """Why a watchdog stopped the command (e.g. the disk quota), '' when none did."""
 
 
 class PersistentShell:
@@ -82,8 +102,12 @@ class PersistentShell:
                 raise SandboxError("the sandbox shell did not come up: " + bytes(res.head + res.tail).decode(errors="replace")[-500:])
 
     def execute(self, command: str, timeout: float, head_cap: int, tail_cap: int,
-                on_timeout: Callable[[], None] | None = None, grace: float = 2.0) -> Captured:
-        """Run one command. ``exit_code`` is None when the marker never came (shell stuck or dead)."""
+                on_timeout: Callable[[], None] | None = None, grace: float = 2.0,
+                watchdog: Callable[[], str | None] | None = None, watch_every: float = 0.5) -> Captured:
+        """Run one command. ``exit_code`` is None when the marker never came (shell stuck or dead).
+
+        ``watchdog`` is polled every ``watch_every`` seconds while the command runs; a reason it
+        returns stops the command as a timeout would (``on_timeout``) and lands in ``stopped``."""
         if not self.alive:
             raise SandboxError("the sandbox shell died (it is not running)")
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
@@ -107,6 +131,7 @@ class PersistentShell:
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         killed_at: float | None = None
+        next_watch = time.monotonic() + watch_every
         while True:
             start = pending.find(marker)
             end = pending.find(b"__\n", start + len(marker)) if start >= 0 else -1
@@ -123,6 +148,16 @@ class PersistentShell:
                 _feed(cap, bytes(pending[:-keep]), head_cap, tail_cap)
                 del pending[:-keep]
             now = time.monotonic()
+            if watchdog is not None and killed_at is None and now >= next_watch:
+                next_watch = now + watch_every
+                reason = watchdog()
+                if reason:
+                    cap.stopped = reason
+                    if on_timeout:
+                        on_timeout()
+                    killed_at = now
+                    deadline = now + grace
+                    continue
             if now >= deadline:
                 if killed_at is None:
                     cap.timed_out = True
@@ -133,7 +168,7 @@ class PersistentShell:
                     continue
                 _feed(cap, bytes(pending), head_cap, tail_cap)
                 return cap  # marker never came: the caller restarts the shell
-            ready, _, _ = select.select([fd], [], [], min(deadline - now, 1.0))
+            ready, _, _ = select.select([fd], [], [], min(deadline - now, watch_every if watchdog else 1.0))
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -172,6 +207,8 @@ def to_result(cap: Captured, timeout: float, duration_s: float, notes: list[str]
     """The RunResult of a captured command: head and tail with a note of what was cut, 124 on timeout."""
     if cap.timed_out:
         notes.insert(0, f"command timed out after {timeout:g}s; it and every process it started were killed")
+    if cap.stopped:
+        notes.insert(0, f"{cap.stopped}; the command and every process it started were killed")
     data, truncated = bytes(cap.head) + bytes(cap.tail), False
     if cap.total > len(data):
         cut = cap.total - len(data)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..task import Task, TaskError
+from .shell import ansi_c_quote
 
 log = logging.getLogger(__name__)
 
@@ -164,15 +165,50 @@ def find_mirror(repo: str, repos_dir: Path | None) -> Path | None:
     return None
 
 
-def diff_script(base: str) -> str:
+PATCH_CAP_BYTES = 8 << 20
+"""Default cap on the agent's patch (bytes); a larger change is graded ``patch_too_large``."""
+DIFF_TOO_LARGE, DIFF_NO_BASE = 3, 4
+"""Exit codes of :func:`diff_script`: the change exceeds the cap; the base commit is unreadable."""
+_DIFF_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff !eol\n"
+"""Overrides every ``.gitattributes`` of the work copy (``info/attributes`` wins): no filters, no
+end-of-line or encoding conversion, no keyword expansion, git's own binary detection."""
+
+
+def diff_script(base: str, objects: str, cap: int = PATCH_CAP_BYTES) -> str:
     """Shell script, run at the work copy's root, printing its changes against ``base`` as a git
-    patch (new files included, binary hunks too) through a throwaway index, so the agent's own index
-    and git config cannot change it."""
+    patch (new files included, binary hunks too).
+
+    Nothing of the agent's git state is used: a fresh repository in a private temporary directory
+    (no config but git's defaults, no hooks, attributes that disable filters and conversions, the
+    package's excludes) reads the base commit from ``objects`` (an object store the grader owns
+    where it can, else the work copy's) and indexes the work tree from scratch. The total size of
+    the changed files is checked before any patch text is made: above ``cap`` the script prints
+    ``HA_PATCH_TOO_LARGE <bytes>`` on stderr and exits 3; an unreadable base exits 4.
+    """
+    q = ansi_c_quote
+    excludes = "\n".join(EXCLUDES) + "\n"
     return (
-        "set -e; export GIT_INDEX_FILE=\"$(mktemp)\"; unset GIT_DIR GIT_WORK_TREE; "
-        "G='git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false -c safe.directory=*'; "
-        "cp .git/index \"$GIT_INDEX_FILE\" 2>/dev/null || true; $G add -A >/dev/null 2>&1; "
-        f"exec $G diff --cached --binary --no-color --no-ext-diff --no-textconv {base}"
+        "set -e; umask 077; T=\"$(mktemp -d)\"; trap 'rm -rf \"$T\"' EXIT; "
+        "unset GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT GIT_EXTERNAL_DIFF GIT_DIFF_OPTS "
+        "GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_NAMESPACE GIT_ATTR_SOURCE GIT_CEILING_DIRECTORIES; "
+        "export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME=\"$T\" XDG_CONFIG_HOME=\"$T\" "
+        "GIT_TERMINAL_PROMPT=0; unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE; git init -q --bare \"$T/git\" >/dev/null; "
+        "export GIT_DIR=\"$T/git\" GIT_INDEX_FILE=\"$T/index\" GIT_WORK_TREE=\"$PWD\"; "
+        f"printf '%s\\n' {q(objects)} > \"$GIT_DIR/objects/info/alternates\"; "
+        f"printf {q(_DIFF_ATTRIBUTES)} > \"$GIT_DIR/info/attributes\"; "
+        f"printf {q(excludes)} > \"$GIT_DIR/info/exclude\"; "
+        "G='git -c core.bare=false -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false "
+        "-c core.symlinks=true -c core.autocrlf=false -c core.safecrlf=false -c core.excludesFile=/dev/null "
+        "-c core.attributesFile=/dev/null -c safe.directory=* -c diff.noprefix=false -c diff.mnemonicPrefix=false "
+        "-c diff.relative=false -c diff.renames=false -c diff.external= -c status.showUntrackedFiles=all'; "
+        f"$G cat-file -e {base}^{{tree}} 2>/dev/null || exit {DIFF_NO_BASE}; "
+        f"$G read-tree {base}; $G add -A >/dev/null 2>&1; "
+        # Sizes of the new blobs first: a 150 MB file must not become a 200 MB patch anywhere.
+        f"n=$($G diff --cached --raw --no-abbrev --no-renames {base} | awk '{{print $4}}' | grep -v '^0*$' "
+        "| $G cat-file --batch-check='%(objectsize)' | awk '{s+=$1} END {print s+0}'); "
+        f"if [ \"$n\" -gt {cap} ]; then echo \"HA_PATCH_TOO_LARGE $n\" >&2; exit {DIFF_TOO_LARGE}; fi; "
+        f"$G diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames --src-prefix=a/ "
+        f"--dst-prefix=b/ {base} | head -c {4 * cap + 1}"
     )
 
 
@@ -187,9 +223,20 @@ def make_work_copy(snapshot: Snapshot, dest: Path) -> None:
 
 
 def reset_in_place(snapshot: Snapshot, dest: Path) -> None:
-    """The ``git`` strategy: restore .git from the snapshot, then reset and clean the tree."""
-    shutil.rmtree(dest / ".git", ignore_errors=True)
-    subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path / ".git"), str(dest / ".git")], check=True)
+    """The ``git`` strategy: restore .git from the snapshot, then reset and clean the tree.
+
+    The agent may have replaced ``.git`` with a symlink or a ``gitdir:`` file pointing at a host
+    directory: whatever it is, it is removed without being followed, and git then works only with
+    the snapshot's own, freshly copied repository (git neither writes through nor deletes through
+    symlinks in the tree)."""
+    git_entry = dest / ".git"
+    if git_entry.is_symlink() or (git_entry.exists() and not git_entry.is_dir()):
+        git_entry.unlink()
+    elif git_entry.exists():
+        shutil.rmtree(git_entry)
+    if os.path.lexists(git_entry):
+        raise OSError(f"cannot remove {git_entry} for an in-place reset")
+    subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path / ".git"), str(git_entry)], check=True)
     git(["reset", "-q", "--hard", snapshot.base_commit], dest)
     git(["clean", "-q", "-ffdx"], dest)
 

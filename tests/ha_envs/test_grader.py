@@ -92,11 +92,11 @@ def test_unknown_parser_names_the_available_ones():
 def test_split_and_filter_patch(tiny_task):
     both = tiny_task.gold_patch + tiny_task.tests.test_patch
     assert len(split_patch(both)) == 2
-    kept, dropped = filter_patch(both, tiny_task)
+    kept, dropped, _ = filter_patch(both, tiny_task)
     assert dropped == ["tests/test_hidden.py"]
     assert patch_paths(kept) == ("calc.py",)
     conftest = "--- a/conftest.py\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+x\n"
-    kept, dropped = filter_patch(conftest, tiny_task)
+    kept, dropped, _ = filter_patch(conftest, tiny_task)
     assert kept == "" and dropped == ["conftest.py"]
 
 
@@ -129,12 +129,13 @@ def test_agent_cannot_flip_the_verdict_by_writing_the_hidden_tests(tiny_task):
     report = Grader().grade(tiny_task, fake_hidden + conftest)
     assert not report.resolved
     assert set(report.dropped_paths) == {"tests/test_hidden.py", "tests/conftest.py"}
-    # deleting a visible test file the hidden run needs cannot help either
+    # deleting a visible test file changes nothing: the test directory comes from the base
     deleted = ("diff --git a/tests/test_visible.py b/tests/test_visible.py\ndeleted file mode 100644\n"
                "--- a/tests/test_visible.py\n+++ /dev/null\n@@ -1,5 +0,0 @@\n-from calc import add\n-\n-\n"
                "-def test_add():\n-    assert add(2, 3) == 5\n")
     report = Grader().grade(tiny_task, tiny_task.gold_patch + deleted)
-    assert not report.resolved and report.pass_to_pass["tests/test_visible.py::test_add"] == "MISSING"
+    assert report.resolved and report.pass_to_pass["tests/test_visible.py::test_add"] == "PASSED"
+    assert report.restored_paths == ["tests/test_visible.py"] and "touches_test_infrastructure" in report.flags
 
 
 def test_broken_test_patch_is_a_grading_error(tiny_task):

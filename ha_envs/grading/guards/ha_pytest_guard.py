@@ -1,0 +1,232 @@
+"""harnessadapt's grading guard for pytest: an independent, structured record of a test run.
+
+The grader starts pytest with ``-p ha_pytest_guard`` and ``HA_GUARD_CONFIG`` naming a JSON file
+(``report``: where to write; ``changed``: the files the agent's patch changed). The variable is
+removed as soon as this module is imported, before any code under test runs, and only the first
+(outermost) pytest session of the process is recorded, so nested in-process sessions (pytester) and
+subprocesses stay out of it.
+
+What it records, apart from the terminal output that a log parser reads:
+- each test's outcome from its own ``pytest_runtest_logreport`` hook;
+- in a ``pytest_runtest_makereport`` wrapper, whether a call phase that raised (not a skip or an
+  expected failure) came out as "passed";
+- pytest's and pluggy's central functions as they were before any test module was imported, and
+  whether they were replaced by code in a file the agent changed; the same for plugins and hook
+  implementations registered during the run;
+- pytest's own exit status.
+
+Runs on every Python and pytest the benchmarks use (3.6+, pytest 3 to 9): no f-strings with ``=``,
+no walrus, no annotations that need evaluation.
+"""
+
+import json
+import os
+import sys
+
+_CONFIG_PATH = os.environ.pop("HA_GUARD_CONFIG", None)
+_SETTINGS = {}
+if _CONFIG_PATH:
+    try:
+        with open(_CONFIG_PATH) as _f:
+            _SETTINGS = json.load(_f)
+    except (OSError, ValueError):
+        _SETTINGS = {}
+    try:  # nothing left on disk for code under test to read the report's path from
+        os.remove(_CONFIG_PATH)
+    except OSError:
+        pass
+_CHANGED = set(os.path.realpath(p) for p in _SETTINGS.get("changed", []))
+_STATE = {"config": None, "tests": {}, "cwd_ids": {}, "tampered": [], "counts": {}, "done": False}
+_RANK = {"PASSED": 0, "XFAIL": 1, "XPASS": 1, "SKIPPED": 2, "FAILED": 3, "ERROR": 4}
+
+
+def _critical():
+    """(name, owner, attribute) of the functions a report passes through."""
+    import _pytest.runner as runner
+    import _pytest.python as python
+    import _pytest.terminal as terminal
+    import _pytest.main as main
+
+    out = [("runner.call_and_report", runner, "call_and_report"),
+           ("runner.runtestprotocol", runner, "runtestprotocol"),
+           ("runner.call_runtest_hook", runner, "call_runtest_hook"),
+           ("runner.CallInfo", runner, "CallInfo"),
+           ("python.Function.runtest", python.Function, "runtest"),
+           ("python.pytest_pyfunc_call", python, "pytest_pyfunc_call"),
+           ("terminal.TerminalReporter.pytest_runtest_logreport", terminal.TerminalReporter,
+            "pytest_runtest_logreport"),
+           ("main.pytest_runtestloop", main, "pytest_runtestloop"),
+           ("os._exit", os, "_exit"), ("sys.exit", sys, "exit")]
+    callinfo = getattr(runner, "CallInfo", None)
+    if callinfo is not None:
+        out.append(("runner.CallInfo.from_call", callinfo, "from_call"))
+    try:
+        import _pytest.reports as reports
+        report_cls = reports.TestReport
+        out.append(("reports.TestReport", reports, "TestReport"))
+    except ImportError:
+        report_cls = getattr(runner, "TestReport", None)
+    if report_cls is not None:
+        out += [("TestReport.__init__", report_cls, "__init__"),
+                ("TestReport.from_item_and_call", report_cls, "from_item_and_call")]
+    try:
+        import _pytest.skipping as skipping
+        out.append(("skipping.pytest_runtest_makereport", skipping, "pytest_runtest_makereport"))
+    except ImportError:
+        pass
+    try:
+        import pluggy
+        for cls_name in ("HookCaller", "_HookCaller"):
+            cls = getattr(pluggy, cls_name, None) or getattr(getattr(pluggy, "_hooks", None), cls_name, None)
+            if cls is not None:
+                out.append(("pluggy.%s.__call__" % cls_name, cls, "__call__"))
+        out.append(("pluggy.PluginManager._hookexec", pluggy.PluginManager, "_hookexec"))
+    except ImportError:
+        pass
+    return out
+
+
+def _raw(owner, attr):
+    d = getattr(owner, "__dict__", {})
+    return d[attr] if attr in d else getattr(owner, attr, None)
+
+
+_ORIGINAL = {}
+if _SETTINGS:
+    for _name, _owner, _attr in _critical():
+        _ORIGINAL[_name] = (_owner, _attr, _raw(_owner, _attr))
+
+
+def _source_file(obj):
+    """The file defining ``obj`` (a function, method, class or module), or None."""
+    for cand in (obj, getattr(obj, "__func__", None), getattr(obj, "__call__", None)):
+        code = getattr(cand, "__code__", None)
+        if code is not None:
+            return code.co_filename
+    mod = sys.modules.get(getattr(obj, "__module__", None) or "")
+    f = getattr(obj, "__file__", None) or getattr(mod, "__file__", None)
+    return f
+
+
+def _from_agent(obj):
+    f = _source_file(obj)
+    return bool(f) and os.path.realpath(f) in _CHANGED
+
+
+def _mine(config):
+    return _STATE["config"] is not None and config is _STATE["config"]
+
+
+def _flag(reason):
+    if reason not in _STATE["tampered"]:
+        _STATE["tampered"].append(reason)
+
+
+def pytest_configure(config):
+    if _SETTINGS and _STATE["config"] is None:
+        _STATE["config"] = config
+
+
+def pytest_plugin_registered(plugin, manager):
+    config = _STATE["config"]
+    if config is None or manager is not config.pluginmanager:
+        return
+    if _from_agent(plugin):
+        _flag("a plugin from a file the patch changed registered itself: %s" % (_source_file(plugin),))
+
+
+def _put(nodeid, status):
+    old = _STATE["tests"].get(nodeid)
+    if old is None or _RANK[status] > _RANK[old]:
+        _STATE["tests"][nodeid] = status
+
+
+def _status(rep):
+    xfail = hasattr(rep, "wasxfail")
+    if rep.when == "call":
+        if rep.passed:
+            return "XPASS" if xfail else "PASSED"
+        if rep.skipped:
+            return "XFAIL" if xfail else "SKIPPED"
+        return "FAILED"
+    if rep.failed:
+        return "ERROR"
+    if rep.skipped:
+        return "XFAIL" if xfail else "SKIPPED"
+    return None
+
+
+def pytest_runtest_logreport(report):
+    config = _STATE["config"]
+    if config is None or _STATE["done"]:
+        return
+    status = _status(report)
+    if status is None:
+        return
+    _put(report.nodeid, status)
+    try:
+        _STATE["cwd_ids"][report.nodeid] = config.cwd_relative_nodeid(report.nodeid)
+    except Exception:  # noqa: BLE001 - old pytest without it
+        _STATE["cwd_ids"][report.nodeid] = report.nodeid
+    key = {"PASSED": "passed", "XPASS": "xpassed", "XFAIL": "xfailed", "SKIPPED": "skipped",
+           "FAILED": "failed", "ERROR": "error"}[status]
+    _STATE["counts"][key] = _STATE["counts"].get(key, 0) + 1
+
+
+def _expected_exception(excinfo):
+    names = set(c.__name__ for c in getattr(excinfo.type, "__mro__", ()))
+    return bool(names & {"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt", "OutcomeException"})
+
+
+try:
+    import pytest as _pytest_mod
+
+    @_pytest_mod.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        if not _mine(item.config):
+            return
+        try:
+            rep = outcome.get_result()
+        except BaseException:  # noqa: BLE001 - the report itself failed; pytest says so
+            return
+        if (call.when == "call" and call.excinfo is not None and rep.passed and not hasattr(rep, "wasxfail")
+                and not _expected_exception(call.excinfo)):
+            _flag("%s raised %s but its report says passed" % (item.nodeid, call.excinfo.typename))
+except (ImportError, AttributeError, TypeError):  # pytest too old for hookimpl: the other checks stand
+    pass
+
+
+def _check_integrity(config):
+    for name, (owner, attr, original) in _ORIGINAL.items():
+        now = _raw(owner, attr)
+        if now is not original and _from_agent(now):
+            _flag("%s was replaced by code from %s" % (name, _source_file(now)))
+    for hookname in ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus",
+                     "pytest_runtest_protocol", "pytest_runtest_call", "pytest_pyfunc_call",
+                     "pytest_terminal_summary", "pytest_sessionfinish"):
+        caller = getattr(config.hook, hookname, None)
+        impls = caller.get_hookimpls() if caller is not None and hasattr(caller, "get_hookimpls") else []
+        for impl in impls:
+            if _from_agent(impl.function) or _from_agent(impl.plugin):
+                _flag("hook %s is implemented by code from %s" % (hookname, _source_file(impl.function)))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = _STATE["config"]
+    if config is None or session.config is not config or _STATE["done"]:
+        return
+    _STATE["done"] = True
+    try:
+        _check_integrity(config)
+    except Exception as exc:  # noqa: BLE001 - a broken check is itself suspicious
+        _flag("the integrity check failed: %r" % (exc,))
+    report = {"version": 1, "tests": _STATE["tests"], "cwd_ids": _STATE["cwd_ids"], "counts": _STATE["counts"],
+              "exitstatus": int(exitstatus), "tampered": _STATE["tampered"], "pid": os.getpid()}
+    path = _SETTINGS.get("report")
+    if not path:
+        return
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(report, f)
+    os.rename(tmp, path)

@@ -1,0 +1,272 @@
+"""Runner guards: start a task's test runner with grader-owned configuration, then check that what
+its log says agrees with what the runner itself recorded.
+
+A log parser believes text. Code under test runs inside the test process and can print text, so a
+verdict read only from the log can be forged. Each guard adds a second, structured record of the
+run that does not come from the code under test's output, and cross-checks the two with the runner's
+exit status. Disagreement means ``tests_tampered``: reward 0, not masked.
+
+What each guard can and cannot guarantee (README, "What the sandbox and grader guarantee"):
+
+- ``pytest``: a plugin of the grader's (``guards/ha_pytest_guard.py``) loaded with ``-p`` before
+  any test module is imported records every outcome from pytest's hooks, checks that pytest's and
+  pluggy's central functions were not replaced and no hook was added by a file the patch changed,
+  and that no call phase that raised came out "passed"; the grader compares it with the parsed log,
+  the final summary line and the exit status. Cannot stop code written against this plugin's own
+  internals (it shares the process).
+- ``node``: a reporter of the grader's (``guards/ha_node_guard.mjs``) runs in ``node --test``'s
+  runner process, apart from the test files' processes, whose printed text becomes comments; the
+  parsed TAP, its summary and the exit status must agree with it.
+- ``go``: the test binary prints its own results; a package that prints forged result lines from
+  ``init`` and exits 0 is not detectable from outside. Checked: a passing test has its ``=== RUN``
+  line, and a zero exit status has no failing test.
+- ``cargo``: each test binary's section (``running N tests`` ... ``test result``) must be complete
+  and its counts must match its result lines; a result line outside a section, a section cut short
+  with exit status 0, or a count mismatch is tampering. Direct writes to fd 1 that forge a whole
+  consistent section are not detectable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from ..sandbox.shell import ansi_c_quote
+from ..task import Task
+from .parsers import FAILED, PASSED
+
+GUARD_DIR = Path(__file__).parent / "guards"
+
+
+@dataclass
+class GuardRun:
+    """How to run the tests under a guard: the command, the grader's files it needs (name in the
+    grading directory -> bytes) and where the guard's report will be (None: this guard has none)."""
+
+    command: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    report: str | None = None
+
+
+@dataclass
+class Evidence:
+    """What the run left: the log, the command's exit status and the guard reports read back."""
+
+    log: str
+    exit_code: int
+    timed_out: bool
+    reports: dict[str, dict | None] = field(default_factory=dict)
+    """guard name -> its parsed report, None when the file is missing or unreadable."""
+
+
+class Guard(Protocol):
+    name: str
+
+    def applies(self, task: Task) -> bool:
+        """Whether this guard can watch the task's test command."""
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        """The command wrapped for this guard. ``changed``: absolute paths (as the tests see them)
+        of the files the agent's patch changed."""
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        """Why the parsed ``statuses`` cannot be believed (empty: consistent)."""
+
+
+GUARDS: dict[str, Guard] = {}
+
+
+def register_guard(name: str) -> Callable[[type], type]:
+    def deco(cls: type) -> type:
+        if name in GUARDS:
+            raise ValueError(f"a runner guard named {name!r} is already registered")
+        GUARDS[name] = cls()
+        GUARDS[name].name = name  # type: ignore[attr-defined]
+        return cls
+    return deco
+
+
+def guards_for(task: Task) -> list[Guard]:
+    return [g for g in GUARDS.values() if g.applies(task)]
+
+
+def claimed_passes(task: Task, statuses: dict[str, str]) -> list[str]:
+    """The task's graded tests that the log says passed."""
+    return [t for t in (*task.tests.fail_to_pass, *task.tests.pass_to_pass) if statuses.get(t) == PASSED]
+
+
+def _simple(command: str) -> bool:
+    """One pipeline-free command whose exit status is the runner's."""
+    return not re.search(r";|\|\||(?<!\|)\|(?!\|)|&\s*$", command)
+
+
+_PYTEST_CMD = re.compile(r"(^|[\s/;&|(])(py\.?test)(\s|$)|-m\s+pytest\b")
+_SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+ ?s(?:econds)?\b.*?=*\s*$")
+
+
+@register_guard("pytest")
+class PytestGuard:
+    name = "pytest"
+
+    def applies(self, task: Task) -> bool:
+        return bool(_PYTEST_CMD.search(task.tests.test_command))
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        d = f"{grade_dir}/py"
+        report = f"{grade_dir}/pytest-report.json"
+        settings = json.dumps({"report": report, "changed": changed}).encode()
+        prefix = (f"export PYTHONPATH={ansi_c_quote(d)}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 "
+                  f"PYTEST_ADDOPTS=\"-p ha_pytest_guard -p no:cacheprovider${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\" "
+                  f"HA_GUARD_CONFIG={ansi_c_quote(d + '/settings.json')}; ")
+        return GuardRun(prefix + command, {"py/ha_pytest_guard.py": (GUARD_DIR / "ha_pytest_guard.py").read_bytes(),
+                                           "py/settings.json": settings}, report)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        passes = claimed_passes(task, statuses)
+        rep = ev.reports.get(self.name)
+        if rep is None:
+            return ([f"the log reports {len(passes)} graded test(s) passed, but pytest never finished its session "
+                     "(no guard report: the process exited early or the report was removed)"] if passes else [])
+        reasons = [f"pytest guard: {r}" for r in rep.get("tampered", [])]
+        tests: dict[str, str] = rep.get("tests", {})
+        by_id = dict(tests)
+        by_id.update({cwd: tests[nid] for nid, cwd in rep.get("cwd_ids", {}).items() if nid in tests})
+        for t in passes:
+            got = by_id.get(t)
+            if got is not None and got not in ("PASSED", "XPASS"):
+                reasons.append(f"the log says {t} PASSED; pytest recorded {got}")
+        verified = [t for t in passes if t in by_id]
+        if passes and not tests:
+            reasons.append("the log reports passing tests, but pytest recorded no test at all")
+        elif task.tests.fail_to_pass and passes and not verified and not any(t in by_id for t in statuses):
+            reasons.append("none of the tests the log reports could be found in pytest's own record")
+        if not ev.timed_out and _simple(task.tests.test_command) and rep.get("exitstatus") != ev.exit_code:
+            reasons.append(f"pytest ended with status {rep.get('exitstatus')} but the command exited {ev.exit_code}")
+        summary = None
+        for line in ev.log.splitlines():
+            m = _SUMMARY.match(line.strip())
+            if m:
+                summary = m.group(1)
+        if summary is not None:
+            said = {k: int(n) for n, k in re.findall(r"(\d+) ([a-z]+)", summary)}
+            counts = rep.get("counts", {})
+            for key in ("passed", "failed"):
+                if said.get(key, 0) != counts.get(key, 0):
+                    reasons.append(f"the last summary line says {said.get(key, 0)} {key}; pytest recorded "
+                                   f"{counts.get(key, 0)}")
+        return reasons
+
+
+@register_guard("node")
+class NodeGuard:
+    name = "node"
+
+    def applies(self, task: Task) -> bool:
+        return bool(re.search(r"\bnode\s+.*--test\b", task.tests.test_command)) and \
+            "--test-reporter=tap" in task.tests.test_command
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        report = f"{grade_dir}/node-report.json"
+        guard = f"{grade_dir}/ha_node_guard.mjs"
+        wrapped = command.replace(
+            "--test-reporter=tap",
+            f"--test-reporter=tap --test-reporter-destination=stdout --test-reporter={ansi_c_quote(guard)} "
+            f"--test-reporter-destination={ansi_c_quote(report)}", 1)
+        return GuardRun(wrapped, {"ha_node_guard.mjs": (GUARD_DIR / "ha_node_guard.mjs").read_bytes()}, report)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        passes = claimed_passes(task, statuses)
+        rep = ev.reports.get(self.name)
+        if rep is None:
+            return ([f"the log reports {len(passes)} graded test(s) passed, but the test runner left no record"]
+                    if passes else [])
+        tests = rep.get("tests", {})
+        reasons = [f"the log says {t} PASSED; the runner recorded {tests.get(t, 'nothing')}"
+                   for t in passes if tests.get(t) != PASSED]
+        said = dict(re.findall(r"^# (pass|fail) (\d+)\s*$", ev.log, re.M))
+        counts = rep.get("counts", {})
+        for key in ("pass", "fail"):
+            if key in said and key in counts and int(said[key]) != counts[key]:
+                reasons.append(f"the TAP summary says {key} {said[key]}; the runner counted {counts[key]}")
+        if not ev.timed_out and _simple(task.tests.test_command) and ev.exit_code == 0 and counts.get("fail", 0):
+            reasons.append("the runner counted failures but the command exited 0")
+        return reasons
+
+
+@register_guard("go")
+class GoGuard:
+    name = "go"
+
+    def applies(self, task: Task) -> bool:
+        return bool(re.search(r"\bgo\s+test\b", task.tests.test_command))
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        return GuardRun(command)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        reasons = []
+        seen_run: set[str] = set()
+        for line in ev.log.splitlines():
+            m = re.match(r"^=== RUN\s+(\S+)", line)
+            if m:
+                seen_run.add(m.group(1))
+                continue
+            m = re.match(r"^\s*--- PASS: (\S+) \(", line)
+            if m and m.group(1) not in seen_run:
+                reasons.append(f"'--- PASS: {m.group(1)}' appears before the test was started")
+        if not ev.timed_out and _simple(task.tests.test_command) and ev.exit_code == 0 and \
+                re.search(r"^\s*--- FAIL: ", ev.log, re.M):
+            reasons.append("tests failed but the command exited 0")
+        return reasons
+
+
+_CARGO_RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored|failed)\b")
+_CARGO_RUNNING = re.compile(r"^running (\d+) tests?$")
+_CARGO_SUMMARY = re.compile(r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored")
+
+
+@register_guard("cargo")
+class CargoGuard:
+    name = "cargo"
+
+    def applies(self, task: Task) -> bool:
+        return bool(re.search(r"\bcargo\s+test\b", task.tests.test_command))
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        return GuardRun(command)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        reasons: list[str] = []
+        expected: int | None = None
+        got = {"ok": 0, "FAILED": 0, "ignored": 0}
+        for raw in ev.log.splitlines():
+            line = raw.strip()
+            m = _CARGO_RUNNING.match(line)
+            if m:
+                if expected is not None and not ev.timed_out and ev.exit_code == 0:
+                    reasons.append("a test binary stopped before its summary, yet the command exited 0")
+                expected, got = int(m.group(1)), {"ok": 0, "FAILED": 0, "ignored": 0}
+                continue
+            m = _CARGO_RESULT.match(line)
+            if m:
+                if expected is None:
+                    reasons.append(f"result line for {m.group(1)} outside any test binary's run")
+                else:
+                    got["FAILED" if m.group(2) in ("FAILED", "failed") else m.group(2)] += 1
+                continue
+            m = _CARGO_SUMMARY.match(line)
+            if m and expected is not None:
+                p, f, i = int(m.group(2)), int(m.group(3)), int(m.group(4))
+                if (p, f, i) != (got["ok"], got["FAILED"], got["ignored"]) or p + f + i != expected:
+                    reasons.append(f"a test binary's summary ({p} passed, {f} failed, {i} ignored of {expected}) "
+                                   f"does not match its result lines ({got['ok']}, {got['FAILED']}, {got['ignored']})")
+                expected = None
+        if expected is not None and not ev.timed_out and ev.exit_code == 0:
+            reasons.append("a test binary stopped before its summary, yet the command exited 0")
+        if not ev.timed_out and _simple(task.tests.test_command) and ev.exit_code == 0 and \
+                any(s == FAILED for s in statuses.values()):
+            reasons.append("tests failed but the command exited 0")
+        return reasons
