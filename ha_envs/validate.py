@@ -45,8 +45,11 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
         res.problems.append("the task has no gold patch")
     if not gold.resolved:
         bad = {t: s for t, s in {**gold.fail_to_pass, **gold.pass_to_pass}.items() if s not in (PASSED, SKIPPED, XFAIL)}
-        res.problems.append(f"gold patch does not resolve ({gold.status}{': ' + gold.error if gold.error else ''}); "
+        why = gold.error or "; ".join(gold.tampering)
+        res.problems.append(f"gold patch does not resolve ({gold.status}{': ' + why if why else ''}); "
                             f"failing: {_short(bad)}")
+    if empty.status == "tests_tampered":  # an honest base must never look forged
+        res.problems.append(f"the empty patch's test log was not believed: {'; '.join(empty.tampering)[:400]}")
     if empty.resolved:
         res.problems.append("the empty patch resolves the task")
     still = [t for t, s in empty.fail_to_pass.items() if s == PASSED]

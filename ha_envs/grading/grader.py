@@ -209,8 +209,12 @@ class Grader:
             sandbox.start()
             gd = f"{sandbox.workdir}/{GRADE_DIR}"
             changed: list[str] = []
+            files = {"agent.patch": _patch_bytes(kept)} if kept.strip() else {}
+            if task.tests.test_patch.strip():
+                files["test.patch"] = _patch_bytes(task.tests.test_patch)
+            if files:
+                _put(sandbox, gd, files)
             if kept.strip():
-                sandbox.write_file(f"{gd}/agent.patch", _patch_bytes(kept))
                 res = sandbox.run(_apply_script(f"{gd}/agent.patch", allow_fuzz), timeout=300,
                                   head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
                 how = re.findall(r"^HA_APPLIED=(.*)$", res.output, re.M)
@@ -227,8 +231,6 @@ class Grader:
                 report.restored_paths = touched
                 report.flag("touches_test_infrastructure", "the patch changed files the grader takes from the "
                             "base: " + ", ".join(touched[:10]))
-            if task.tests.test_patch.strip():
-                sandbox.write_file(f"{gd}/test.patch", _patch_bytes(task.tests.test_patch))
             res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{gd}/test.patch"
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
@@ -251,10 +253,9 @@ class Grader:
         probe = sorted({"/".join(p.split("/")[:i]) for p in changed for i in range(1, p.count("/") + 2)})
         tree: dict[str, str] = {p: "f" for p in base_files}
         if probe:
-            sandbox.write_file(f"{gd}/probe", ("\n".join(probe) + "\n").encode("utf-8", "surrogateescape"))
-            res = sandbox.run('while IFS= read -r p; do if [ -L "$p" ]; then echo "l $p"; elif [ -d "$p" ]; '
-                              'then echo "d $p"; elif [ -e "$p" ]; then echo "f $p"; fi; done < '
-                              + ansi_c_quote(gd + "/probe"), timeout=300, head_bytes=64 << 20, tail_bytes=0)
+            res = sandbox.run("for p in " + " ".join(ansi_c_quote(p) for p in probe) + '; do if [ -L "$p" ]; '
+                              'then echo "l $p"; elif [ -d "$p" ]; then echo "d $p"; elif [ -e "$p" ]; '
+                              'then echo "f $p"; fi; done', timeout=300, head_bytes=64 << 20, tail_bytes=0)
             for line in res.output.splitlines():
                 kind, _, path = line.partition(" ")
                 if kind in ("l", "d", "f"):
@@ -263,7 +264,6 @@ class Grader:
         if not targets:
             return targets
         in_base = [t for t in targets if t in base_files or any(f.startswith(t + "/") for f in base_files)]
-        sandbox.write_file(f"{gd}/restore.list", "\0".join(in_base).encode("utf-8", "surrogateescape"))
         res = sandbox.run(restore_script(targets, in_base, f"{gd}/restore.list"), timeout=300)
         if "HA_RESTORED" not in res.output:
             raise GradingError(f"cannot restore the protected paths of {task.instance_id}: {res.output[-800:]}")
@@ -277,19 +277,23 @@ class Grader:
             command = re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])",
                              sandbox.workdir, command)
         reports: dict[str, str] = {}
+        files: dict[str, bytes] = {}
         for guard in guards_for(task):
             run = guard.prepare(task, command, gd, changed)
             command = run.command
-            for name, data in run.files.items():
-                sandbox.write_file(f"{gd}/{name}", data)
+            files.update(run.files)
             if run.report:
                 reports[guard.name] = run.report
+        if files:
+            _put(sandbox, gd, files)
         res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
         evidence = Evidence(res.output, res.exit_code, res.timed_out)
         for name, path in reports.items():
+            # read through the shell (no helper process); a report is small, a huge one is not ours
+            got = sandbox.run(f"cat -- {ansi_c_quote(path)} 2>/dev/null", timeout=60, head_bytes=16 << 20, tail_bytes=0)
             try:
-                evidence.reports[name] = json.loads(sandbox.read_file(path).decode("utf-8", "replace"))
-            except (FileNotFoundError, ValueError):
+                evidence.reports[name] = json.loads(got.output) if got.exit_code == 0 and not got.truncated else None
+            except ValueError:
                 evidence.reports[name] = None
         return evidence
 
@@ -305,8 +309,14 @@ _RUNNER_INTERNALS = re.compile(
 
 
 def runner_internals(patch: str) -> list[str]:
-    """Test-runner internals that the patch's added lines mention (a suspicion, not a verdict)."""
-    return sorted({m.group(1) for m in _RUNNER_INTERNALS.finditer(patch)})
+    """Test-runner internals that the patch's added lines mention (a suspicion, not a verdict);
+    sections of the runner's own source (pytest's repository) are left out."""
+    found: set[str] = set()
+    for section in split_patch(patch):
+        if any(part in ("_pytest", "pluggy") for p in section_paths(section) for part in p.split("/")):
+            continue
+        found.update(m.group(1) for m in _RUNNER_INTERNALS.finditer(section))
+    return sorted(found)
 
 
 def ungradable(task: Task, status: str, why: str, duration_s: float = 0.0) -> GradeReport:
@@ -331,6 +341,16 @@ def _applied_paths(output: str, patch: str) -> list[str]:
         for p in section_paths(section):
             paths.setdefault(p, None)
     return [p for p in paths if p and not unsafe_path(p)]
+
+
+def _put(sandbox: Sandbox, directory: str, files: dict[str, bytes]) -> None:
+    """The grader's files into the grading sandbox: one archive where the sandbox takes one."""
+    writer = getattr(sandbox, "write_files", None)
+    if writer is not None:
+        writer(directory, files)
+        return
+    for name, data in files.items():
+        sandbox.write_file(f"{directory}/{name}", data)
 
 
 def _patch_bytes(patch: str) -> bytes:

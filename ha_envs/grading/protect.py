@@ -181,14 +181,18 @@ def restore_targets(task: Task, base_files: set[str], tree: dict[str, str]) -> l
 
 def restore_script(targets: list[str], in_base: list[str], list_file: str) -> str:
     """Shell script (at the grading copy's root) that deletes ``targets`` without following
-    symlinks and checks ``in_base`` out of HEAD again; ``list_file`` holds ``in_base`` NUL-separated.
-    Prints HA_RESTORED."""
+    symlinks and checks ``in_base`` out of HEAD again (through ``list_file``, which it writes
+    NUL-separated). Prints HA_RESTORED."""
     from ..sandbox.shell import ansi_c_quote
 
     lines = ["set -e"]
     for i in range(0, len(targets), 200):
         lines.append("rm -rf -- " + " ".join(ansi_c_quote(t) for t in targets[i:i + 200]))
     if in_base:
+        lines.append(f"mkdir -p -- \"$(dirname -- {ansi_c_quote(list_file)})\" && : > {ansi_c_quote(list_file)}")
+        for i in range(0, len(in_base), 200):
+            lines.append("printf '%s\\0' " + " ".join(ansi_c_quote(t) for t in in_base[i:i + 200])
+                         + f" >> {ansi_c_quote(list_file)}")
         lines.append("GIT_LITERAL_PATHSPECS=1 git -c core.hooksPath=/dev/null -c core.fsmonitor=false "
                      "-c core.symlinks=true checkout -q HEAD --pathspec-from-file=" + ansi_c_quote(list_file)
                      + " --pathspec-file-nul")

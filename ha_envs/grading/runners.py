@@ -112,7 +112,8 @@ class PytestGuard:
     name = "pytest"
 
     def applies(self, task: Task) -> bool:
-        return bool(_PYTEST_CMD.search(task.tests.test_command))
+        # SWE-bench Pro runs pytest inside Scale's run scripts and names tests its own way
+        return task.tests.log_parser != "pro" and bool(_PYTEST_CMD.search(task.tests.test_command))
 
     def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
         d = f"{grade_dir}/py"
@@ -141,7 +142,8 @@ class PytestGuard:
         verified = [t for t in passes if t in by_id]
         if passes and not tests:
             reasons.append("the log reports passing tests, but pytest recorded no test at all")
-        elif task.tests.fail_to_pass and passes and not verified and not any(t in by_id for t in statuses):
+        elif passes and not verified and not any(t in by_id for t in statuses) and \
+                (task.tests.log_parser == "pytest" or task.tests.log_parser.startswith("swebench:")):
             reasons.append("none of the tests the log reports could be found in pytest's own record")
         if not ev.timed_out and _simple(task.tests.test_command) and rep.get("exitstatus") != ev.exit_code:
             reasons.append(f"pytest ended with status {rep.get('exitstatus')} but the command exited {ev.exit_code}")

@@ -97,11 +97,13 @@ def _fingerprint(ctx: ToolContext) -> str | None:
 
 
 def run_bash(ctx: ToolContext, args: dict[str, Any], opts: dict[str, Any]) -> ToolOutput:
+    # timeout_s 0 (the default): the harness's command_timeout_s (make(..., command_timeout_s=...)
+    # or the spec's limits), so one setting governs every command the agent runs.
     return _shell(ctx, args["command"], opts.get("timeout_s") or ctx.command_timeout_s)
 
 
 def run_check(ctx: ToolContext, args: dict[str, Any], opts: dict[str, Any]) -> ToolOutput:
-    cap = float(opts["timeout_s"])
+    cap = min(float(opts["timeout_s"]), ctx.command_timeout_s)  # the harness limit is a ceiling
     out = _shell(ctx, args["command"], cap)
     if out.data.get("timed_out"):
         out.text += f"\n<note>run_check stops commands after {cap:g} s; run a narrower check.</note>"
@@ -127,7 +129,7 @@ def run_tests(ctx: ToolContext, args: dict[str, Any], opts: dict[str, Any]) -> T
         return ToolOutput(sel.output, ok=False)
     command = sel.data["command"]
     chosen = "\n".join(f"  {s['path']} (score {s['score']}: {'; '.join(s['why'])})" for s in sel.data["selected"])
-    result = ctx.sandbox.run(command, timeout=float(opts["timeout_s"]), head_bytes=2048,
+    result = ctx.sandbox.run(command, timeout=min(float(opts["timeout_s"]), ctx.command_timeout_s), head_bytes=2048,
                              tail_bytes=int(opts["output_tail_bytes"]))
     head = f"Runner: {sel.data['framework']}\nSelected tests:\n{chosen or '  (the packages you changed)'}\n$ {command}\n"
     return ToolOutput(head + result.render(), ok=result.exit_code == 0 and not result.timed_out, tested=True,
@@ -180,7 +182,7 @@ def register_tool(tool: Tool, replace: bool = False) -> Tool:
 for _t in [
     Tool("bash", "Run one bash command in the repository. The shell persists between calls (cd, exported "
          "variables). Output is cut in the middle when long.",
-         _schema({"command": _desc(S, "The command to run.")}, ("command",)), run_bash, {"timeout_s": 120.0}),
+         _schema({"command": _desc(S, "The command to run.")}, ("command",)), run_bash, {"timeout_s": 0.0}),
     Tool("read_file", "Show a text file with line numbers. Long files are shown in windows of 400 lines: pass "
          "start_line and end_line for the part you need.",
          _schema({"path": _desc(S, "File path, relative to the repository root or absolute."),

@@ -47,7 +47,8 @@ class ToolsWrapper(gym.Wrapper):
         obs, info = self.env.reset(seed=seed, options=options)
         base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
         self.harness_state = EpisodeState(track_edits=self.track_edits)
-        self.toolbox = ToolboxClient(base.sandbox)  # installed lazily by the first call that needs it
+        # installed lazily by the first call that needs it; the harness's command limit caps its calls
+        self.toolbox = ToolboxClient(base.sandbox, min(60.0, base._sandbox_options.get("command_timeout_s", 120.0)))
         info["tools"] = self.tool_schemas
         return obs, info
 

@@ -34,7 +34,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from .base import PatchError, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, now_ticks
-from .shell import PersistentShell, ansi_c_quote, to_result
+from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
 from .workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script
 
 T = TypeVar("T")
@@ -130,16 +130,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def tar_bytes(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, 0, 0, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 class ContainerPool:
@@ -335,14 +325,14 @@ class DockerSandbox:
         if self.shell is None:
             self.start()
         assert self.shell is not None
-        if not self.shell.alive:
-            self._check_container()
-            raise SandboxError("the sandbox shell died")
+        notes: list[str] = []
+        if not self.shell.alive:  # killed between commands by something the agent started
+            notes.append(f"the shell had exited; a new shell was started in {self.workdir}")
+            self._restart_shell(notes)
         timeout = self.config.command_timeout_s if timeout is None else timeout
         head = self.config.output_head_bytes if head_bytes is None else head_bytes
         tail = self.config.output_tail_bytes if tail_bytes is None else tail_bytes
         t0, ticks = time.monotonic(), now_ticks() - 1
-        notes: list[str] = []
         disk = self._disk_watch()
         cap = self.shell.execute(command, timeout, head, tail, on_timeout=lambda: self._kill_since(ticks),
                                  watchdog=disk.check if disk else None)
@@ -351,16 +341,57 @@ class DockerSandbox:
             if over:
                 notes.append(over)
         if cap.exit_code is None:
-            self._check_container()
             if cap.timed_out:
                 notes.append("the shell itself was stuck; it was restarted (cwd and environment reset)")
             else:
                 rc = self.shell.proc.returncode if self.shell.proc else None
                 notes.append(f"the shell exited (status {rc}); a new shell was started in {self.workdir}")
                 cap.exit_code = rc if rc is not None and rc >= 0 else -1
-            self._stop_shell()
-            self._start_shell()
+            self._restart_shell(notes)
         return to_result(cap, timeout, time.monotonic() - t0, notes)
+
+    def _restart_shell(self, notes: list[str]) -> None:
+        """A new shell after the old one died, starting the container again if the agent's command
+        stopped it (twice at most: the container may go down just after a first look)."""
+        self._stop_shell()
+        for attempt in range(2):
+            notes[:0] = self._revive()
+            try:
+                self._start_shell()
+                return
+            except SandboxError:
+                if attempt:
+                    raise
+
+    def _revive(self) -> list[str]:
+        """After the agent's command killed the shell: a container that is still running is fine;
+        one whose main process the command killed (it *exited*, not removed, not killed by the
+        daemon for memory) is the agent's doing and is started again with its files as they were.
+        Gone or dead containers are infrastructure faults (SandboxError)."""
+        for _ in range(50):  # a dying main process takes the container down a moment later
+            try:
+                retrying(self.container.reload)
+            except Exception as exc:  # noqa: BLE001
+                raise SandboxError(f"the container is gone: {exc}") from exc
+            if self.container.status != "running":
+                break
+            try:
+                if self.container.exec_run(["true"])[0] == 0:
+                    return []
+            except Exception:  # noqa: BLE001 - stopping under our feet: look again
+                pass
+            time.sleep(0.1)
+        state = self.container.attrs.get("State", {})
+        if self.container.status == "running":
+            return []
+        if self.container.status != "exited" or state.get("OOMKilled") or state.get("Dead"):
+            raise SandboxError(f"the container stopped (status {self.container.status})")
+        try:
+            retrying(self.container.start)
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"the container stopped and could not be started again: {exc}") from exc
+        return ["the command stopped the container's main process; the container was started again "
+                "(files kept, processes gone)"]
 
     def _disk_watch(self) -> DiskWatch | None:
         """The work copy's quota, triggered by the free space of the daemon's storage when this
@@ -429,6 +460,15 @@ class DockerSandbox:
         ok = retrying(lambda: self.container.put_archive(parent, tar_bytes({name: data})))
         if not ok:
             raise OSError(f"cannot write {path}: the daemon refused the archive")
+
+    def write_files(self, directory: str, files: dict[str, bytes]) -> None:
+        """Several files under ``directory`` in one archive (names relative, parents made)."""
+        target = self._abs(directory)
+        rc, out = self._exec(f"mkdir -p -- {ansi_c_quote(target)}")
+        if rc != 0:
+            raise OSError(f"cannot write under {directory}: {out.decode(errors='replace').strip()}")
+        if not retrying(lambda: self.container.put_archive(target, tar_bytes(files))):
+            raise OSError(f"cannot write under {directory}: the daemon refused the archive")
 
     def _exec_split(self, script: str, timeout: float = 300) -> tuple[int, bytes, bytes]:
         """Like ``_exec`` with stdout and stderr apart, under ``timeout`` (124 when it runs past)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..task import Task
 from .base import PatchError, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
-from .shell import PersistentShell, ansi_c_quote, to_result
+from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
 from .workcopy import (DIFF_NO_BASE, DIFF_TOO_LARGE, PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy,
                        prepare_snapshot, reset_in_place)
 
@@ -266,6 +266,8 @@ class LocalSandbox:
         if self.closed:
             raise SandboxError("sandbox is closed")
         notes: list[str] = []
+        if self.shell is None and self.limits is None:
+            self.start()  # first command: the work copy and the shell come up now
         if not self.host_dir.is_dir():
             if self.isolated:  # a mount point cannot be removed from inside: the host did it
                 raise SandboxError(f"the work copy {self.host_dir} is gone (removed outside the sandbox)")
@@ -386,6 +388,14 @@ class LocalSandbox:
         rc, _, err = self._oneoff(f"mkdir -p -- \"$(dirname -- {target})\" && exec cat > {target}", stdin=data)
         if rc != 0:
             raise OSError(f"cannot write {path}: {err.decode(errors='replace').strip()}")
+
+    def write_files(self, directory: str, files: dict[str, bytes]) -> None:
+        """Several files under ``directory`` in one helper process (names relative, parents made)."""
+        rc, _, err = self._oneoff(f"mkdir -p -- {ansi_c_quote(self._abs(directory))} && "
+                                  f"exec tar -x --no-same-owner -C {ansi_c_quote(self._abs(directory))}",
+                                  stdin=tar_bytes(files))
+        if rc != 0:
+            raise OSError(f"cannot write files under {directory}: {err.decode(errors='replace').strip()}")
 
     def diff(self) -> str:
         """The agent's changes against the base commit (see the protocol): the base comes from

@@ -10,10 +10,12 @@ tail when it is longer than the cap, so a flood costs bounded memory.
 
 from __future__ import annotations
 
+import io
 import os
 import secrets
 import select
 import subprocess
+import tarfile
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -39,6 +41,17 @@ def text_bytes(text: str) -> bytes:
             else:
                 out += ch.encode()
         return bytes(out)
+
+
+def tar_bytes(files: dict[str, bytes]) -> bytes:
+    """An uncompressed tar of ``files`` (relative name -> bytes), regular files only, mode 0644."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, 0, 0, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def ansi_c_quote(text: str) -> str:

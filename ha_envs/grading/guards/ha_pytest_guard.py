@@ -108,13 +108,27 @@ def _source_file(obj):
     return f
 
 
+def _package_dirs(*names):
+    out = []
+    for name in names:
+        mod = sys.modules.get(name)
+        f = getattr(mod, "__file__", None)
+        if f:
+            out.append(os.path.dirname(os.path.realpath(f)) + os.sep)
+    return tuple(out)
+
+
+# When the repository under test *is* the runner (pytest's own repository), its patch changes these
+# packages by design: such changes are the code under test, not an attack on the runner.
+_RUNNER_DIRS = _package_dirs("_pytest", "pytest", "pluggy") if _SETTINGS else ()
+
+
 def _from_agent(obj):
     f = _source_file(obj)
-    return bool(f) and os.path.realpath(f) in _CHANGED
-
-
-def _mine(config):
-    return _STATE["config"] is not None and config is _STATE["config"]
+    if not f:
+        return False
+    real = os.path.realpath(f)
+    return real in _CHANGED and not real.startswith(_RUNNER_DIRS)
 
 
 def _flag(reason):
@@ -123,16 +137,11 @@ def _flag(reason):
 
 
 def pytest_configure(config):
+    """Only the first configuration of the process is recorded: nested in-process sessions (pytester,
+    ``pytest.main`` inside a test) load this module too, but get no recorder."""
     if _SETTINGS and _STATE["config"] is None:
         _STATE["config"] = config
-
-
-def pytest_plugin_registered(plugin, manager):
-    config = _STATE["config"]
-    if config is None or manager is not config.pluginmanager:
-        return
-    if _from_agent(plugin):
-        _flag("a plugin from a file the patch changed registered itself: %s" % (_source_file(plugin),))
+        config.pluginmanager.register(_Recorder(config), "ha_pytest_guard_recorder")
 
 
 def _put(nodeid, status):
@@ -156,23 +165,6 @@ def _status(rep):
     return None
 
 
-def pytest_runtest_logreport(report):
-    config = _STATE["config"]
-    if config is None or _STATE["done"]:
-        return
-    status = _status(report)
-    if status is None:
-        return
-    _put(report.nodeid, status)
-    try:
-        _STATE["cwd_ids"][report.nodeid] = config.cwd_relative_nodeid(report.nodeid)
-    except Exception:  # noqa: BLE001 - old pytest without it
-        _STATE["cwd_ids"][report.nodeid] = report.nodeid
-    key = {"PASSED": "passed", "XPASS": "xpassed", "XFAIL": "xfailed", "SKIPPED": "skipped",
-           "FAILED": "failed", "ERROR": "error"}[status]
-    _STATE["counts"][key] = _STATE["counts"].get(key, 0) + 1
-
-
 def _expected_exception(excinfo):
     names = set(c.__name__ for c in getattr(excinfo.type, "__mro__", ()))
     return bool(names & {"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt", "OutcomeException"})
@@ -180,12 +172,38 @@ def _expected_exception(excinfo):
 
 try:
     import pytest as _pytest_mod
+    _wrapper = _pytest_mod.hookimpl(hookwrapper=True, tryfirst=True)
+except (ImportError, AttributeError, TypeError):  # pytest too old for hookimpl: the other checks stand
+    _wrapper = None
 
-    @_pytest_mod.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(item, call):
-        outcome = yield
-        if not _mine(item.config):
+
+class _Recorder(object):
+    """The outermost session's hooks (registered on its plugin manager only)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_plugin_registered(self, plugin, manager):
+        if _from_agent(plugin):
+            _flag("a plugin from a file the patch changed registered itself: %s" % (_source_file(plugin),))
+
+    def pytest_runtest_logreport(self, report):
+        if _STATE["done"]:
             return
+        status = _status(report)
+        if status is None:
+            return
+        _put(report.nodeid, status)
+        try:
+            _STATE["cwd_ids"][report.nodeid] = self.config.cwd_relative_nodeid(report.nodeid)
+        except Exception:  # noqa: BLE001 - old pytest without it
+            _STATE["cwd_ids"][report.nodeid] = report.nodeid
+        key = {"PASSED": "passed", "XPASS": "xpassed", "XFAIL": "xfailed", "SKIPPED": "skipped",
+               "FAILED": "failed", "ERROR": "error"}[status]
+        _STATE["counts"][key] = _STATE["counts"].get(key, 0) + 1
+
+    def _makereport(self, item, call):
+        outcome = yield
         try:
             rep = outcome.get_result()
         except BaseException:  # noqa: BLE001 - the report itself failed; pytest says so
@@ -193,8 +211,12 @@ try:
         if (call.when == "call" and call.excinfo is not None and rep.passed and not hasattr(rep, "wasxfail")
                 and not _expected_exception(call.excinfo)):
             _flag("%s raised %s but its report says passed" % (item.nodeid, call.excinfo.typename))
-except (ImportError, AttributeError, TypeError):  # pytest too old for hookimpl: the other checks stand
-    pass
+
+    if _wrapper is not None:
+        pytest_runtest_makereport = _wrapper(_makereport)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        _finish(self.config, exitstatus)
 
 
 def _check_integrity(config):
@@ -212,9 +234,8 @@ def _check_integrity(config):
                 _flag("hook %s is implemented by code from %s" % (hookname, _source_file(impl.function)))
 
 
-def pytest_sessionfinish(session, exitstatus):
-    config = _STATE["config"]
-    if config is None or session.config is not config or _STATE["done"]:
+def _finish(config, exitstatus):
+    if _STATE["done"]:
         return
     _STATE["done"] = True
     try:
