@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_tools.py
 	$(BIN)/python benchmarks/bench_agent_loop.py
 	$(BIN)/python benchmarks/bench_docker.py
+	$(BIN)/python benchmarks/bench_grading.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

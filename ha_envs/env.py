@@ -330,6 +330,15 @@ class RepairEnv(gym.Env):
         super().close()
 
 
+def running(env: gym.Env) -> RepairEnv:
+    """The base env of ``env``, which must be inside an episode (else EpisodeOverError): harness
+    layers check this before touching the sandbox."""
+    base = env.unwrapped
+    if not isinstance(base, RepairEnv) or base._done or base.sandbox is None or base.task is None:
+        raise EpisodeOverError("the episode is over (or never started): call reset() first")
+    return base
+
+
 def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
     """A tool's answer: ``role="tool"`` echoing the call id when the call had one, else a user turn."""
     extra = {} if ok else {"error": True}
@@ -351,4 +360,4 @@ def make(task: Task | str | None = None, harness: Any = "h0", sandbox: str | San
     return build(RepairEnv(task=task, sandbox=sandbox, **kwargs), spec)
 
 
-__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS", "make"]
+__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS", "make", "running"]

@@ -260,7 +260,7 @@ class Grader:
                 kind, _, path = line.partition(" ")
                 if kind in ("l", "d", "f"):
                     tree[path] = kind
-        targets = restore_targets(task, base_files, tree)
+        targets = restore_targets(task, base_files, tree, changed)
         if not targets:
             return targets
         in_base = [t for t in targets if t in base_files or any(f.startswith(t + "/") for f in base_files)]

@@ -1,8 +1,8 @@
 """What of the graded tree comes from the base commit, whatever the agent's patch did.
 
 The agent may change source files; it may not change what decides the verdict. After its patch is
-applied to the grading copy, every path below is deleted and checked out again from the base
-(a path new in the patch is just deleted):
+applied to the grading copy, every path of the patch that falls under one of these is deleted and
+checked out again from the base (a path new in the patch is just deleted):
 
 - the hidden test files, and the whole test directory each one lives in (the nearest ancestor
   named like a test directory: ``tests``, ``test``, ``testing``, ``__tests__``, ``spec``), so the
@@ -133,44 +133,46 @@ def _matches(name: str, globs: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, g) for g in globs)
 
 
-def restore_targets(task: Task, base_files: set[str], tree: dict[str, str]) -> list[str]:
+def restore_targets(task: Task, base_files: set[str], tree: dict[str, str], changed: list[str]) -> list[str]:
     """The paths to delete and take again from the base, outermost first.
 
-    ``base_files``: every file of the base tree; ``tree``: path -> find's type letter (``f``, ``d``,
-    ``l``, ...) for everything in the grading copy after the agent's patch."""
+    The grading copy is pristine before the patch, so only what the patch touched can differ from
+    the base: ``changed`` (the patch's paths as the appliers read them) is checked against the rules,
+    and nothing else is rewritten (untracked build outputs and environments stay). ``base_files``:
+    every file of the base tree; ``tree``: path -> type letter (``f``, ``d``, ``l``) of the changed
+    paths and their ancestors in the grading copy."""
     base_dirs = {p.rsplit("/", 1)[0] for p in base_files if "/" in p}
     base_dirs |= {"/".join(p.split("/")[:i]) for p in base_dirs for i in range(1, p.count("/") + 1)}
-    targets: set[str] = set(task.hidden_test_files)
-    for path in task.hidden_test_files:
-        d = test_dir_of(path)
-        if d is not None:
-            targets.add(d)
-    targets.update(command_paths(task.tests.test_command, base_files, base_dirs))
+    roots: set[str] = set(task.hidden_test_files)
+    roots.update(d for d in map(test_dir_of, task.hidden_test_files) if d is not None)
+    roots.update(command_paths(task.tests.test_command, base_files, base_dirs))
     families = families_of(task)
-    for path in set(base_files) | set(tree):
+    targets: set[str] = set()
+    for path in changed:
         parts = path.split("/")
+        if any(path == r or path.startswith(r + "/") for r in roots):
+            targets.add(path)
         for fam in families:
             for i, part in enumerate(parts):
                 last = i == len(parts) - 1
-                if _matches(part, fam.dirs) and (not last or tree.get(path, "d") == "d" or path in base_dirs):
+                if _matches(part, fam.dirs) and (not last or tree.get(path) == "d" or path in base_dirs):
                     targets.add("/".join(parts[:i + 1]))
                     break
                 if last and (_matches(part, fam.config) or _matches(part, fam.tests) or _matches(part, fam.files)):
                     targets.add(path)
-    for path in tree:
-        if path in base_files or path in base_dirs:
-            continue
-        top = path.split("/")[0]
-        if any(top.split(".")[0] in fam.shadows and (top == top.split(".")[0] or top.endswith((".py", ".pyc", ".so")))
-               for fam in families):
-            targets.add(top)
-    # A symlink in the way of a target is what gets replaced (never followed).
-    links = [p for p, kind in tree.items() if kind == "l"]
-    for link in links:
-        for t in list(targets):
-            if t.startswith(link + "/"):
-                targets.discard(t)
-                targets.add(link)
+            top = parts[0]
+            stem = top.split(".")[0]
+            if top not in base_files and top not in base_dirs and stem in fam.shadows and \
+                    (top == stem or top.endswith((".py", ".pyc", ".so"))):
+                targets.add(top)
+    # A symlink the patch put in the way of a changed path is what gets replaced (never followed).
+    for path in changed:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            anc = "/".join(parts[:i])
+            if tree.get(anc) == "l":
+                targets.add(anc)
+                break
     # Outermost first; a target inside another is covered by it.
     out: list[str] = []
     for t in sorted(targets, key=lambda p: (p.count("/"), p)):

@@ -18,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..actions import FormatError, ToolCall
-from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv, tool_message
+from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv, running, tool_message
 from ..messages import message
 from ..sandbox.base import PatchError, SandboxError
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
@@ -53,6 +53,7 @@ class ToolsWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any):
+        running(self.env)
         try:
             return self._step(action)
         except SandboxError as exc:
@@ -164,6 +165,7 @@ class HooksWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any):
+        running(self.env)
         try:
             return self._step(action)
         except SandboxError as exc:  # a hook's own sandbox call failed
@@ -258,6 +260,7 @@ class ParserWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any):
+        running(self.env)
         try:
             parsed = self.parser.parse(action, self._schemas)
         except FormatError as err:

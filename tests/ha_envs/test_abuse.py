@@ -306,7 +306,7 @@ def test_command_timeout_reaches_the_bash_tool():
     try:
         env.reset()
         call = {"content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "bash", "arguments": '{"command": "sleep 30; echo late"}'}}]}
+            "name": "bash", "arguments": '{"command": "sleep 30 && echo late"}'}}]}
         obs, *_ = env.step(call)
         text = "\n".join(m["content"] for m in obs)
         assert "timed out after 2s" in text and "late" not in text
