@@ -119,6 +119,7 @@ def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: 
         "timings": traj.timings,
         "patch": info.get("patch", ""),
         "grade": grade,
+        "flags": grade.get("flags", []),  # why the result is suspicious (reward hacking), to filter on
         "messages": traj.messages,
         "model_calls": traj.model_calls,
         "token_ids": traj.token_ids,

@@ -36,6 +36,8 @@ class EvalSummary:
     pass_at_1: list[float] = field(default_factory=list)
     mean_pass_at_1: float = 0.0
     masked: int = 0
+    suspicious: int = 0
+    """Episodes whose grade carries a suspicion flag (see ``GradeReport.flags``)."""
     per_instance: dict[str, list[bool]] = field(default_factory=dict)
 
     def markdown(self) -> str:
@@ -44,7 +46,8 @@ class EvalSummary:
         row = (f"| {self.harness} ({self.harness_hash}) | {self.model} | " + " | ".join(f"{100 * p:.1f}" for p in self.pass_at_1)
                + f" | {100 * self.mean_pass_at_1:.1f} |")
         lines = [head, sep, row, "", f"{self.n_tasks} tasks x {self.runs} runs; {self.masked} episodes masked "
-                 "(infrastructure failures, counted unresolved)."]
+                 f"(infrastructure failures, counted unresolved); {self.suspicious} flagged as suspicious "
+                 "(records' `flags`)."]
         return "\n".join(lines)
 
 
@@ -87,6 +90,7 @@ def summarize(records: list[dict[str, Any]], ids: list[str], runs: int, model: s
         for i, ok in zip(ids, outcomes):
             s.per_instance.setdefault(i, []).append(ok)
     s.masked = sum(1 for r in by_key.values() if r.get("mask_sample"))
+    s.suspicious = sum(1 for r in by_key.values() if (r.get("grade") or {}).get("flags"))
     s.mean_pass_at_1 = sum(s.pass_at_1) / runs if runs else 0.0
     return s
 
