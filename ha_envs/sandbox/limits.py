@@ -213,11 +213,12 @@ class DiskWatch:
     quota holds to within what a command writes between two polls (RLIMIT_FSIZE bounds any single
     file at the quota)."""
 
-    def __init__(self, fs_path: str, measure: Callable[[], int], quota_bytes: int) -> None:
+    def __init__(self, fs_path: str, measure: Callable[[], int], quota_bytes: int, used: int | None = None) -> None:
+        """``used``: the usage now when the caller knows it (a fresh copy of a measured snapshot)."""
         self.fs_path = fs_path
         self.measure = measure
         self.quota = quota_bytes
-        self.used = measure()
+        self.used = measure() if used is None else used
         self._free = self._free_now()
 
     def _free_now(self) -> int:

@@ -29,6 +29,7 @@ from .workcopy import (DIFF_NO_BASE, DIFF_TOO_LARGE, PATCH_CAP_BYTES, Snapshot, 
 log = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _warned_unisolated = False
+_SNAPSHOT_BYTES: dict[str, int] = {}
 
 
 @dataclass
@@ -119,9 +120,10 @@ class LocalSandbox:
             raise SandboxError("sandbox is closed")
         if self.shell is not None and self.shell.alive:
             return
-        if not self.host_dir.exists():
+        fresh = not self.host_dir.exists()
+        if fresh:
             make_work_copy(self.snapshot, self.host_dir)
-        self._start_shell()
+        self._start_shell(fresh=fresh)
 
     def _link_envs(self) -> None:
         if self.node_modules is not None and self.host_dir.is_dir():
@@ -129,7 +131,8 @@ class LocalSandbox:
 
             link_node_modules(self.host_dir, self.node_modules)
 
-    def _start_shell(self) -> None:
+    def _start_shell(self, fresh: bool = False) -> None:
+        """A new shell on the work copy; ``fresh``: the copy was just made from the snapshot."""
         self._link_envs()  # every work copy (fresh, reset, or the grader's) sees the task's installs
         self.limits = self._new_limits()
         argv = self.limits.enter_prefix() + self._argv()
@@ -145,8 +148,12 @@ class LocalSandbox:
         self._shell_ticks = now_ticks() + 1
         self._ooms_seen = self.limits.oom_kills()
         roots = [str(self.host_dir)] + ([] if self.isolated else [str(self.root / "tmp")])
+        key = str(self.snapshot.path)
+        if fresh and key not in _SNAPSHOT_BYTES:  # a fresh or reset copy weighs what its snapshot does
+            _SNAPSHOT_BYTES[key] = tree_bytes(key)
         self.disk = DiskWatch(str(self.root), lambda: tree_bytes(*roots),
-                              self.config.disk_bytes + (0 if self.isolated else self.config.tmp_bytes))
+                              self.config.disk_bytes + (0 if self.isolated else self.config.tmp_bytes),
+                              used=_SNAPSHOT_BYTES[key] if fresh else None)
 
     def _new_limits(self) -> Limits:
         """The sandbox's limits, for its shell and for every helper process over its files."""
@@ -255,7 +262,7 @@ class LocalSandbox:
         else:
             make_work_copy(self.snapshot, self.host_dir)
         self.closed = False
-        self._start_shell()
+        self._start_shell(fresh=True)
 
     # -- commands ----------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
