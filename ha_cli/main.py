@@ -110,16 +110,15 @@ def cmd_harness_list(args: argparse.Namespace) -> int:
 
 
 def cmd_harness_show(args: argparse.Namespace) -> int:
-    from ha_envs.harness import HOOKS, TOOLS
-    from ha_envs.harness.spec import resolved_params
+    from ha_envs.harness.spec import hook_of, tool_of
 
     spec = _spec(args.harness)
     if args.without:
         spec = spec.without(*args.without)
-    tools = [{"name": c.name, "options": resolved_params(c, "tool"), "schema": TOOLS[c.name].openai_schema()}
-             for c in spec.tools]
-    hooks = [{"name": c.name, "points": list(HOOKS[c.name].points),
-              "params": resolved_params(c, "hook")} for c in spec.hooks]
+    tools = [{"name": c.name, "options": opts, "schema": tool.openai_schema(), "kind": "script" if c.define else "catalogue"}
+             for c in spec.tools for tool, opts in [tool_of(c)]]
+    hooks = [{"name": c.name, "points": list(h.points), "params": c.definition("hook") if c.define else h.params,
+              "kind": "rule" if c.define else "catalogue"} for c in spec.hooks for h in [hook_of(c)]]
     if args.json:
         print(json.dumps({"name": spec.name, "hash": spec.hash, "description": spec.description,
                           "parser": spec.to_dict()["parser"], "limits": spec.to_dict()["limits"],

@@ -21,9 +21,10 @@ from typing import Any
 
 import yaml
 
-from .hooks import HOOKS
+from .custom import CustomComponentError, RuleHook, check_rule_hook, check_script_tool, script_tool
+from .hooks import HOOKS, Hook
 from .parsers import MULTI_CALL, PARSERS
-from .tools import TOOLS
+from .tools import TOOLS, Tool
 
 PRESET_DIR = Path(__file__).parent / "presets"
 BASES = ("repair",)
@@ -37,9 +38,26 @@ class HarnessSpecError(ValueError):
 class Component:
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+    define: dict[str, Any] | None = None
+    """A data-only component (``custom.py``): a script tool's or a rule hook's whole definition;
+    None for a catalogue component."""
 
-    def to_obj(self) -> Any:
+    def to_obj(self, kind: str = "tool") -> Any:
+        if self.define is not None:
+            return {"name": self.name, DEFINE_KEY[kind]: dict(self.define)}
         return {"name": self.name, "params": dict(self.params)} if self.params else self.name
+
+    def definition(self, kind: str) -> dict[str, Any]:
+        """The validated definition of a data-only component, defaults filled in."""
+        assert self.define is not None
+        check = check_script_tool if kind == "tool" else check_rule_hook
+        try:
+            return check(self.name, self.define, TOOLS if kind == "tool" else HOOKS)
+        except CustomComponentError as exc:
+            raise HarnessSpecError(str(exc)) from None
+
+
+DEFINE_KEY = {"tool": "script", "hook": "rule"}
 
 
 @dataclass(frozen=True)
@@ -72,8 +90,8 @@ class HarnessSpec:
     # -- serialisation -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "base": self.base,
-                "parser": asdict(self.parser), "tools": [c.to_obj() for c in self.tools],
-                "hooks": [c.to_obj() for c in self.hooks], "limits": asdict(self.limits),
+                "parser": asdict(self.parser), "tools": [c.to_obj("tool") for c in self.tools],
+                "hooks": [c.to_obj("hook") for c in self.hooks], "limits": asdict(self.limits),
                 "system_prompt": self.system_prompt}
 
     @classmethod
@@ -120,8 +138,8 @@ class HarnessSpec:
         """What the hash covers: behaviour, with every parameter's default filled in."""
         return {"base": self.base, "parser": asdict(self.parser), "limits": asdict(self.limits),
                 "system_prompt": self.system_prompt,
-                "tools": [{"name": c.name, "params": resolved_params(c, "tool")} for c in self.tools],
-                "hooks": [{"name": c.name, "params": resolved_params(c, "hook")} for c in self.hooks]}
+                "tools": [_canonical(c, "tool") for c in self.tools],
+                "hooks": [_canonical(c, "hook") for c in self.hooks]}
 
     @property
     def hash(self) -> str:
@@ -173,6 +191,12 @@ class HarnessSpec:
         for kind, comps, registry in (("tool", self.tools, TOOLS), ("hook", self.hooks, HOOKS)):
             seen: set[str] = set()
             for c in comps:
+                if c.define is not None:
+                    if c.name in seen:
+                        raise HarnessSpecError(f"duplicate {kind} {c.name!r}: each {kind} may appear once")
+                    seen.add(c.name)
+                    c.definition(kind)
+                    continue
                 if c.name not in registry:
                     raise HarnessSpecError(f"unknown {kind} {c.name!r}; available: {', '.join(sorted(registry))}")
                 if c.name in seen:
@@ -186,6 +210,11 @@ class HarnessSpec:
             raise HarnessSpecError("the fenced_bash parser can only call bash and submit; "
                                    f"use auto/openai/hermes/qwen3_xml for {', '.join(sorted(names - {'bash', 'submit'}))}")
         for c in self.hooks:
+            if c.define is not None:
+                tool = c.define.get("trigger", {}).get("tool") if isinstance(c.define.get("trigger"), dict) else None
+                if tool is not None and tool not in names:
+                    raise HarnessSpecError(f"rule hook {c.name!r} watches the tool {tool!r}, which the harness lacks")
+                continue
             need = HOOKS[c.name].requires_any_tool
             if need and not names & set(need):
                 raise HarnessSpecError(f"hook {c.name!r} needs one of the tools {', '.join(need)}, and the harness has none")
@@ -195,12 +224,38 @@ class HarnessSpec:
 def _component(obj: Any, kind: str, origin: str) -> Component:
     if isinstance(obj, str):
         return Component(obj)
+    key = DEFINE_KEY[kind]
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str) and set(obj) == {"name", key}:
+        if not isinstance(obj[key], dict):
+            raise HarnessSpecError(f"{origin}: the {key} of {kind} {obj['name']!r} must be a mapping")
+        return Component(obj["name"], {}, dict(obj[key]))
     if isinstance(obj, dict) and isinstance(obj.get("name"), str) and set(obj) <= {"name", "params"}:
         params = obj.get("params") or {}
         if not isinstance(params, dict):
             raise HarnessSpecError(f"{origin}: params of {kind} {obj['name']!r} must be a mapping")
         return Component(obj["name"], dict(params))
-    raise HarnessSpecError(f"{origin}: a {kind} entry must be a name or {{name: ..., params: {{...}}}}, got {obj!r}")
+    raise HarnessSpecError(f"{origin}: a {kind} entry must be a name, {{name: ..., params: {{...}}}} or "
+                           f"{{name: ..., {key}: {{...}}}}, got {obj!r}")
+
+
+def _canonical(c: Component, kind: str) -> dict[str, Any]:
+    if c.define is not None:
+        return {"name": c.name, DEFINE_KEY[kind]: c.definition(kind)}
+    return {"name": c.name, "params": resolved_params(c, kind)}
+
+
+def tool_of(c: Component) -> tuple[Tool, dict[str, Any]]:
+    """The runnable tool of a spec entry and its options."""
+    if c.define is not None:
+        return script_tool(c.name, c.definition("tool")), {}
+    return TOOLS[c.name], resolved_params(c, "tool")
+
+
+def hook_of(c: Component) -> Hook:
+    """A fresh instance of a spec entry's hook."""
+    if c.define is not None:
+        return RuleHook(c.name, c.definition("hook"))
+    return HOOKS[c.name](**c.params)
 
 
 def resolved_params(c: Component, kind: str) -> dict[str, Any]:
@@ -239,8 +294,8 @@ def diff(a: HarnessSpec, b: HarnessSpec) -> list[str]:
             if ca[section][key] != cb[section][key]:
                 out.append(f"{section}.{key}: {ca[section][key]!r} -> {cb[section][key]!r}")
     for kind in ("tools", "hooks"):
-        pa = {c["name"]: c["params"] for c in ca[kind]}
-        pb = {c["name"]: c["params"] for c in cb[kind]}
+        pa = {c["name"]: c.get("params", c.get("script", c.get("rule"))) for c in ca[kind]}
+        pb = {c["name"]: c.get("params", c.get("script", c.get("rule"))) for c in cb[kind]}
         for name in pa:
             if name not in pb:
                 out.append(f"- {kind[:-1]} {name}")

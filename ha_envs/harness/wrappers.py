@@ -23,7 +23,7 @@ from ..messages import message
 from ..sandbox.base import PatchError, SandboxError
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
 from .parsers import ToolCallParser, format_instructions
-from .spec import HarnessSpec, load_spec, resolved_params
+from .spec import HarnessSpec, hook_of, load_spec, tool_of
 from .state import EpisodeState, Step, digest
 from .toolbox import ToolboxClient
 from .tools import TOOLS, Tool, ToolContext, ToolOutput, run_bash, run_check
@@ -281,8 +281,8 @@ def build(env: RepairEnv, spec: "HarnessSpec | str") -> gym.Env:
                    sandbox_options={"command_timeout_s": spec.limits.command_timeout_s,
                                     "output_head_bytes": spec.limits.output_head_bytes,
                                     "output_tail_bytes": spec.limits.output_tail_bytes})
-    hooks = [HOOKS[c.name](**c.params) for c in spec.hooks]
-    tools = [(TOOLS[c.name], resolved_params(c, "tool")) for c in spec.tools]
+    hooks = [hook_of(c) for c in spec.hooks]
+    tools = [tool_of(c) for c in spec.tools]
     wrapped: gym.Env = ToolsWrapper(env, tools, track_edits=any(h.tracks_edits for h in hooks))
     wrapped = HooksWrapper(wrapped, hooks)
     return ParserWrapper(wrapped, ToolCallParser(spec.parser.format, spec.parser.multi_call), spec)

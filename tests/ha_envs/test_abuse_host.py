@@ -205,3 +205,18 @@ def test_background_writer_after_submit_cannot_change_the_grade(kind):
     reward, info, _ = episode(kind, ["(while true; do echo x >> ttlcache/clock.py; sleep 0.05; done) & echo started"])
     grade = assert_no_reward(reward, info)
     assert grade["status"] in ("unresolved", "patch_failed", "tests_tampered")
+
+
+def test_docker_work_copy_quota_and_tmpfs():
+    from .test_real_envs import require_docker
+
+    require_docker()
+    env = ha_envs.make(task=TASK, sandbox="docker", sandbox_options={"disk_bytes": 64 << 20, "tmp_bytes": 8 << 20})
+    try:
+        env.reset()
+        obs, *_ = env.step(bash("for i in $(seq 40); do head -c 8000000 /dev/zero > f$i.bin; done; echo finished"))
+        assert "disk quota (64 MiB) exceeded" in obs[0]["content"]
+        obs, *_ = env.step(bash("rm -f f*.bin; head -c 20000000 /dev/zero > /tmp/fill; echo rc=$?"))
+        assert "No space left on device" in obs[0]["content"] and "rc=0" not in obs[0]["content"]
+    finally:
+        env.close()

@@ -1,0 +1,278 @@
+"""Data-only harness components: script tools and rule hooks, the parts a proposer may invent.
+
+A catalogue tool or hook is host code, registered by name. A proposer (an LLM teacher, a coding
+CLI, a mutator) must not add host code, so the two kinds it can add are data, carried in full by the
+HarnessSpec and covered by its hash and diff:
+
+- a **script tool**: name, description, JSON-schema parameters and a bash or Python script. It runs
+  only inside the sandbox, in a subshell at the repository root, with the arguments as JSON in
+  ``HA_ARGS`` and one ``ARG_<NAME>`` variable per scalar argument, under the tool's timeout (capped
+  by the harness's ``command_timeout_s``) and output cap;
+- a **rule hook**: a lifecycle point, a trigger over the episode state (every condition must hold),
+  a message template, a firing cap and, at ``pre_action``, an optional veto.
+
+Validation (:func:`check_script_tool`, :func:`check_rule_hook`) rejects bad schemas, unknown trigger
+fields, triggers that cannot be evaluated at the chosen point, scripts that fail a syntax check
+(``bash -n``, or Python's parser: nothing the proposer wrote is executed on the host) and names that
+clash with the catalogue, each with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import re
+import subprocess
+from typing import Any
+
+from ..actions import ToolCall
+from ..sandbox.shell import ansi_c_quote
+from .hooks import Hook, HookContext, Veto
+from .tools import Tool, ToolContext, ToolOutput
+
+LANGUAGES = {"bash": ("bash", ".sh"), "python": ("python3", ".py")}
+SCHEMA_TYPES = {"string", "integer", "number", "boolean"}
+POINTS = ("episode_start", "pre_decision", "pre_action", "post_feedback")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
+MESSAGE_FIELDS = {"turn": 7, "max_turns": 60, "turns_left": 53, "tool": "bash", "test_runs": 1, "edits": 2,
+                  "command": "pytest -q"}
+
+# trigger field -> (type, points where it can be evaluated, what it means)
+TRIGGERS: dict[str, tuple[type, tuple[str, ...], str]] = {
+    "tool": (str, ("pre_action", "post_feedback"), "the call's tool name is this"),
+    "command_regex": (str, ("pre_action", "post_feedback"),
+                      "the call's command (bash, run_check) or its JSON arguments match"),
+    "output_regex": (str, ("post_feedback",), "the tools' answer matches"),
+    "min_turn": (int, POINTS, "at least this many turns were taken"),
+    "turns_since_test_run": (int, ("pre_decision", "pre_action", "post_feedback"),
+                             "at least this many turns since the last test run (or the start)"),
+    "consecutive_errors": (int, ("pre_decision", "post_feedback"), "the last N steps all failed"),
+    "repeated_action": (int, ("pre_decision", "post_feedback"), "the same action N times in a row"),
+    "edited_since_test": (bool, ("pre_decision", "pre_action", "post_feedback"),
+                          "files changed after the last test run"),
+    "submit_without_test": (bool, ("pre_action",), "the call is submit and no test ran after the last edit"),
+}
+
+
+class CustomComponentError(ValueError):
+    """A script tool or rule hook is invalid; the message names it and the reason."""
+
+
+def _require(ok: bool, what: str, why: str) -> None:
+    if not ok:
+        raise CustomComponentError(f"{what}: {why}")
+
+
+def check_name(kind: str, name: Any, catalogue: dict[str, Any]) -> str:
+    what = f"{kind} {name!r}"
+    _require(isinstance(name, str) and bool(_NAME.match(name)), what,
+             "the name must be 2-40 characters of lowercase letters, digits and '_', starting with a letter")
+    _require(name not in catalogue, what, f"the name clashes with the catalogue {kind} of that name")
+    return name
+
+
+def check_script_tool(name: str, d: Any, catalogue: dict[str, Any]) -> dict[str, Any]:
+    """The script tool's definition with defaults filled in, or CustomComponentError."""
+    what = f"script tool {name!r}"
+    check_name("tool", name, catalogue)
+    _require(isinstance(d, dict), what, "the definition must be a mapping")
+    unknown = set(d) - {"description", "parameters", "script", "language", "timeout_s", "output_bytes"}
+    _require(not unknown, what, f"unknown field(s) {', '.join(sorted(unknown))}")
+    desc = d.get("description")
+    _require(isinstance(desc, str) and 0 < len(desc.strip()) <= 1000, what, "a description of 1-1000 characters is needed")
+    params = d.get("parameters", {"type": "object", "properties": {}})
+    _require(isinstance(params, dict) and params.get("type") == "object", what,
+             "parameters must be a JSON schema of type 'object'")
+    props = params.get("properties", {})
+    _require(isinstance(props, dict), what, "parameters.properties must be a mapping")
+    for pname, schema in props.items():
+        _require(isinstance(pname, str) and re.match(r"^[a-z][a-z0-9_]{0,39}$", pname) is not None, what,
+                 f"parameter name {pname!r} must be a lowercase identifier")
+        _require(isinstance(schema, dict) and schema.get("type") in SCHEMA_TYPES, what,
+                 f"parameter {pname!r} needs a type among {', '.join(sorted(SCHEMA_TYPES))}")
+        extra = set(schema) - {"type", "description", "enum", "default"}
+        _require(not extra, what, f"parameter {pname!r} has unsupported schema keys {', '.join(sorted(extra))}")
+    required = params.get("required", [])
+    _require(isinstance(required, list) and set(required) <= set(props), what,
+             "parameters.required must list declared parameters")
+    extra = set(params) - {"type", "properties", "required", "additionalProperties"}
+    _require(not extra, what, f"parameters has unsupported keys {', '.join(sorted(extra))}")
+    language = d.get("language", "bash")
+    _require(language in LANGUAGES, what, f"language must be one of {', '.join(LANGUAGES)}")
+    script = d.get("script")
+    _require(isinstance(script, str) and script.strip() != "" and len(script) <= 65536, what,
+             "a script of at most 64 KiB is needed")
+    _syntax(what, language, script)
+    timeout = d.get("timeout_s", 60.0)
+    _require(isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout <= 600, what,
+             "timeout_s must be a number in (0, 600]")
+    cap = d.get("output_bytes", 16000)
+    _require(isinstance(cap, int) and not isinstance(cap, bool) and 256 <= cap <= 1 << 20, what,
+             "output_bytes must be an integer in [256, 1048576]")
+    return {"description": desc.strip(), "parameters": {"type": "object", "properties": props,
+                                                        "required": list(required), "additionalProperties": False},
+            "script": script, "language": language, "timeout_s": float(timeout), "output_bytes": cap}
+
+
+def _syntax(what: str, language: str, script: str) -> None:
+    """A syntax check that runs nothing the script says: ``bash -n`` or Python's parser."""
+    if language == "python":
+        try:
+            ast.parse(script)
+        except SyntaxError as exc:
+            raise CustomComponentError(f"{what}: the Python script does not parse: {exc.msg} (line {exc.lineno})") from None
+        return
+    proc = subprocess.run(["bash", "-n"], input=script.encode(), capture_output=True, timeout=30)
+    _require(proc.returncode == 0, what,
+             f"the bash script does not parse: {proc.stderr.decode(errors='replace').strip()[:300]}")
+
+
+def check_rule_hook(name: str, d: Any, catalogue: dict[str, Any]) -> dict[str, Any]:
+    """The rule hook's definition with defaults filled in, or CustomComponentError."""
+    what = f"rule hook {name!r}"
+    check_name("hook", name, catalogue)
+    _require(isinstance(d, dict), what, "the definition must be a mapping")
+    unknown = set(d) - {"point", "trigger", "message", "max_fires", "veto"}
+    _require(not unknown, what, f"unknown field(s) {', '.join(sorted(unknown))}")
+    point = d.get("point")
+    _require(point in POINTS, what, f"point must be one of {', '.join(POINTS)}")
+    trigger = d.get("trigger", {})
+    _require(isinstance(trigger, dict) and bool(trigger), what, "a non-empty trigger mapping is needed")
+    for key, value in trigger.items():
+        _require(key in TRIGGERS, what, f"unknown trigger field {key!r}; known: {', '.join(TRIGGERS)}")
+        want, points, _ = TRIGGERS[key]
+        _require(isinstance(value, want) and (want is bool or not isinstance(value, bool)), what,
+                 f"trigger field {key!r} must be {want.__name__}")
+        _require(point in points, what, f"trigger field {key!r} cannot be evaluated at {point} "
+                                         f"(only at {', '.join(points)})")
+        if key.endswith("_regex"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise CustomComponentError(f"{what}: trigger field {key!r} is not a valid regex: {exc}") from None
+        if want is int:
+            _require(0 <= value <= 10000, what, f"trigger field {key!r} must be in [0, 10000]")
+    message = d.get("message")
+    _require(isinstance(message, str) and 0 < len(message.strip()) <= 2000, what, "a message of 1-2000 characters is needed")
+    try:
+        message.format(**MESSAGE_FIELDS)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise CustomComponentError(f"{what}: the message may only use the fields "
+                                   f"{', '.join('{' + f + '}' for f in MESSAGE_FIELDS)} ({exc!r})") from None
+    max_fires = d.get("max_fires", 1)
+    _require(isinstance(max_fires, int) and not isinstance(max_fires, bool) and 1 <= max_fires <= 100, what,
+             "max_fires must be an integer in [1, 100]")
+    veto = d.get("veto", False)
+    _require(isinstance(veto, bool), what, "veto must be true or false")
+    _require(not veto or point == "pre_action", what, "only a pre_action hook can veto a call")
+    return {"point": point, "trigger": dict(trigger), "message": message, "max_fires": max_fires, "veto": veto}
+
+
+# -- runtime -----------------------------------------------------------------------------------
+
+def script_tool(name: str, d: dict[str, Any]) -> Tool:
+    """The Tool a validated script-tool definition describes."""
+    interpreter, ext = LANGUAGES[d["language"]]
+    encoded = base64.b64encode(d["script"].encode()).decode()
+    path = f"/tmp/ha-tools/{name}{ext}"
+
+    def impl(ctx: ToolContext, args: dict[str, Any], opts: dict[str, Any]) -> ToolOutput:
+        env = [f"HA_ARGS={ansi_c_quote(json.dumps(args))}"]
+        env += [f"ARG_{k.upper()}={ansi_c_quote(str(v).lower() if isinstance(v, bool) else str(v))}"
+                for k, v in args.items() if isinstance(v, (str, int, float, bool))]
+        command = (f"( mkdir -p /tmp/ha-tools && printf %s {encoded} | base64 -d > {path} && "
+                   f"cd {ansi_c_quote(ctx.sandbox.workdir)} && {' '.join(env)} {interpreter} {path} )")
+        half = d["output_bytes"] // 2
+        result = ctx.sandbox.run(command, timeout=min(d["timeout_s"], ctx.command_timeout_s),
+                                 head_bytes=half, tail_bytes=half)
+        return ToolOutput(result.render(), ok=result.exit_code == 0 and not result.timed_out,
+                          data={"exit_code": result.exit_code, "timed_out": result.timed_out})
+
+    return Tool(name, d["description"], d["parameters"], impl, {})
+
+
+def _command_text(call: ToolCall) -> str:
+    if "command" in call.arguments and isinstance(call.arguments["command"], str):
+        return call.arguments["command"]
+    return json.dumps(call.arguments, sort_keys=True)
+
+
+class RuleHook(Hook):
+    """A hook defined by data (see the module docstring)."""
+
+    def __init__(self, name: str, d: dict[str, Any]) -> None:
+        super().__init__()
+        self.name = name  # type: ignore[misc]
+        self.points = (d["point"],)  # type: ignore[misc]
+        self.d = d
+        self.fires = 0
+
+    def reset(self) -> None:
+        self.fires = 0
+
+    def _holds(self, ctx: HookContext, call: ToolCall | None, output: str) -> bool:
+        st, t = ctx.state, self.d["trigger"]
+        if "tool" in t and (call is None or call.name != t["tool"]):
+            return False
+        if "command_regex" in t and (call is None or not re.search(t["command_regex"], _command_text(call))):
+            return False
+        if "output_regex" in t and not re.search(t["output_regex"], output):
+            return False
+        if ctx.turn < t.get("min_turn", 0):
+            return False
+        since = ctx.turn - (st.last_test_turn if st.last_test_turn is not None else 0)
+        if "turns_since_test_run" in t and since < t["turns_since_test_run"]:
+            return False
+        n = t.get("consecutive_errors")
+        if n is not None and (len(st.steps) < n or not all(s.error for s in st.steps[-n:]) or n == 0):
+            return False
+        n = t.get("repeated_action")
+        if n is not None and (len(st.steps) < n or len({s.key for s in st.steps[-n:]}) != 1 or n == 0):
+            return False
+        if "edited_since_test" in t and t["edited_since_test"] != (st.edits > 0 and not st.tested_since_edit):
+            return False
+        if "submit_without_test" in t and t["submit_without_test"] != (
+                call is not None and call.name == "submit" and not st.tested_since_edit):
+            return False
+        return True
+
+    def _fire(self, ctx: HookContext, call: ToolCall | None, output: str = "") -> str | None:
+        if self.fires >= self.d["max_fires"] or not self._holds(ctx, call, output):
+            return None
+        self.fires += 1
+        ctx.fire(self.name, f"rule matched at turn {ctx.turn}")
+        return self.d["message"].format(turn=ctx.turn, max_turns=ctx.max_turns,
+                                        turns_left=max(0, ctx.max_turns - ctx.turn),
+                                        tool=call.name if call else "", test_runs=ctx.state.test_runs,
+                                        edits=ctx.state.edits, command=_command_text(call) if call else "")
+
+    def episode_start(self, ctx: HookContext) -> list[str]:
+        text = self._fire(ctx, None) if self.d["point"] == "episode_start" else None
+        return [text] if text else []
+
+    def pre_decision(self, ctx: HookContext) -> list[str]:
+        text = self._fire(ctx, None) if self.d["point"] == "pre_decision" else None
+        return [text] if text else []
+
+    def pre_action(self, ctx: HookContext, call: ToolCall) -> Veto | None:
+        if self.d["point"] != "pre_action":
+            return None
+        text = self._fire(ctx, call)
+        if text is None:
+            return None
+        if self.d["veto"]:
+            return Veto(text)
+        ctx.state.flags.setdefault(self.name, []).append(text)  # shown with the call's result
+        return None
+
+    def post_feedback(self, ctx: HookContext, calls: list[ToolCall], messages: list[dict[str, Any]]) -> list[str]:
+        pending = ctx.state.flags.pop(self.name, []) if self.d["point"] == "pre_action" else []
+        if self.d["point"] != "post_feedback":
+            return pending
+        output = "\n".join(m["content"] for m in messages if m.get("source") == "tool")
+        for call in calls or [None]:  # type: ignore[list-item]
+            text = self._fire(ctx, call, output)
+            if text:
+                return pending + [text]
+        return pending

@@ -1,0 +1,117 @@
+"""Data-only components (script tools, rule hooks): in the spec (hash, diff, YAML), validated with a
+reason, and used in real episodes inside the sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ha_envs
+from ha_cli.main import main
+from ha_envs.harness import HarnessSpec, diff, load_spec
+from ha_envs.harness.spec import Component, HarnessSpecError
+
+COUNT_LINES = {"description": "Count the lines of a file of the repository.",
+               "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+               "script": 'wc -l < "$ARG_PATH"'}
+PY_TOOL = {"description": "Echo the arguments as the tool sees them.", "language": "python",
+           "parameters": {"type": "object", "properties": {"n": {"type": "integer"}, "flag": {"type": "boolean"}}},
+           "script": "import json, os\nprint(json.loads(os.environ['HA_ARGS']), os.environ['ARG_N'], os.environ['ARG_FLAG'])\n"}
+GATE = {"point": "pre_action", "trigger": {"submit_without_test": True}, "veto": True, "max_fires": 1,
+        "message": "Run a test before submitting (turn {turn} of {max_turns})."}
+TRACEBACK = {"point": "post_feedback", "trigger": {"output_regex": "Traceback"}, "max_fires": 1,
+             "message": "A traceback: read its last line before editing."}
+
+
+def spec_with(*tools: tuple[str, dict], hooks: tuple[tuple[str, dict], ...] = ()) -> HarnessSpec:
+    h0 = load_spec("h0")
+    return HarnessSpec(name="custom", parser=h0.parser, limits=h0.limits,
+                       tools=h0.tools + tuple(Component(n, {}, d) for n, d in tools),
+                       hooks=tuple(Component(n, {}, d) for n, d in hooks)).validate()
+
+
+def call(name: str, **args) -> dict:
+    return {"content": "", "tool_calls": [{"id": "c", "type": "function",
+                                           "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+def test_spec_carries_them_in_yaml_hash_and_diff(tmp_path):
+    spec = spec_with(("count_lines", COUNT_LINES), hooks=(("test_gate", GATE),))
+    back = HarnessSpec.load(spec.save(tmp_path / "s.yaml")).validate()
+    assert back == spec and back.hash == spec.hash
+    changed = spec_with(("count_lines", dict(COUNT_LINES, script='wc -l "$ARG_PATH"')), hooks=(("test_gate", GATE),))
+    assert changed.hash != spec.hash
+    assert any(line.startswith("~ tool count_lines.script") for line in diff(spec, changed))
+    assert "+ hook test_gate" in " ".join(diff(load_spec("h0"), spec))
+
+
+@pytest.mark.parametrize("tools,hooks,why", [
+    ((("read_file", COUNT_LINES),), (), "clashes with the catalogue"),
+    ((("bad_schema", dict(COUNT_LINES, parameters={"type": "object", "properties": {"p": {"type": "file"}}})),), (),
+     "needs a type"),
+    ((("bad_bash", dict(COUNT_LINES, script="if then fi (")),), (), "bash script does not parse"),
+    ((("bad_py", dict(PY_TOOL, script="def f(:\n")),), (), "Python script does not parse"),
+    ((), (("r1", dict(GATE, trigger={"when_ever": 1})),), "unknown trigger field"),
+    ((), (("r2", dict(TRACEBACK, point="pre_decision")),), "cannot be evaluated at pre_decision"),
+    ((), (("r3", dict(TRACEBACK, veto=True)),), "only a pre_action hook can veto"),
+    ((), (("r4", dict(TRACEBACK, message="see {secret}")),), "may only use the fields"),
+    ((), (("r5", dict(TRACEBACK, trigger={"output_regex": "("})),), "not a valid regex"),
+    ((("count_lines", COUNT_LINES), ("count_lines", COUNT_LINES)), (), "duplicate tool"),
+    ((), (("r6", dict(GATE, trigger={"tool": "run_tests"})),), "lacks"),
+])
+def test_invalid_components_are_rejected_with_the_reason(tools, hooks, why):
+    with pytest.raises(HarnessSpecError, match=why):
+        spec_with(*tools, hooks=hooks)
+
+
+def test_python_syntax_check_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    spec_with(("py_tool", dict(PY_TOOL, script=f"open({str(marker)!r}, 'w').write('x')\n")))
+    assert not marker.exists()
+
+
+def test_script_tools_and_rule_hooks_in_an_episode():
+    spec = spec_with(("count_lines", COUNT_LINES), ("echo_args", PY_TOOL), hooks=(("test_gate", GATE), ("tb", TRACEBACK)))
+    env = ha_envs.make(task="mini__ttl_cache", harness=spec)
+    try:
+        obs, info = env.reset()
+        assert {"count_lines", "echo_args"} <= {t["function"]["name"] for t in info["tools"]}
+        obs, *_ = env.step(call("count_lines", path="ttlcache/clock.py"))
+        assert obs[0]["source"] == "tool" and "<returncode>0</returncode>" in obs[0]["content"]
+        assert int(obs[0]["content"].split("<output>\n")[1].split()[0]) > 10
+        obs, *_ = env.step(call("echo_args", n=3, flag=True))
+        assert "{'n': 3, 'flag': True} 3 true" in obs[0]["content"]
+        obs, *_ = env.step(call("bash", command="python -c 'import ttlcache.nope'"))
+        assert [m["source"] for m in obs] == ["tool", "hook:tb"]
+        obs, reward, term, _, info = env.step(call("bash", command="echo edit >> README.md"))
+        assert not any(m["source"] == "hook:tb" for m in obs)  # fired once, its cap
+        obs, reward, term, _, info = env.step(call("submit"))
+        assert not term and obs[0]["source"] == "hook:test_gate" and "Run a test" in obs[0]["content"]
+        assert info["hooks"]["test_gate"]["count"] == 1 and info["hooks"]["tb"]["count"] == 1
+        obs, reward, term, _, info = env.step(call("submit"))
+        assert term and info["termination"] == "submitted"  # the cap: the second submit goes through
+    finally:
+        env.close()
+
+
+def test_script_tool_timeout_and_output_cap():
+    slow = dict(COUNT_LINES, script="seq 1 200000; sleep 30", timeout_s=1, output_bytes=1000,
+                parameters={"type": "object", "properties": {}})
+    env = ha_envs.make(task="mini__ttl_cache", harness=spec_with(("slow", slow)))
+    try:
+        env.reset()
+        obs, *_ = env.step(call("slow"))
+        text = obs[0]["content"]
+        assert "timed out after 1s" in text and "bytes of output cut" in text and len(text) < 3000
+    finally:
+        env.close()
+
+
+def test_cli_shows_custom_components(tmp_path, capsys):
+    path = spec_with(("count_lines", COUNT_LINES), hooks=(("test_gate", GATE),)).save(tmp_path / "c.yaml")
+    assert main(["harness", "show", str(path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [t["kind"] for t in shown["tools"]][-1] == "script" and shown["hooks"][0]["kind"] == "rule"
+    assert shown["hooks"][0]["points"] == ["pre_action"] and Path(path).exists()
