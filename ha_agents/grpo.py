@@ -3,7 +3,11 @@
 - advantages: reward minus the group mean (std normalisation optional, off as in the paper);
 - trainable rate: the share of sampled rollouts usable for an update. Truncated and masked
   rollouts are dropped; a group counts only if what remains holds both a success and a failure;
-  the numerator is the remaining rollouts of such groups, the denominator **all** sampled rollouts.
+  the numerator is the remaining rollouts of such groups, the denominator **all** sampled rollouts
+  (the paper's definition: a rollout lost to the infrastructure is training signal lost);
+- pass rate: successes over the rollouts that were *graded*: infrastructure-masked rollouts (no
+  verdict at all) are left out of both counts, so a flaky daemon cannot sink one side of a harness
+  comparison; ``masked`` says how many there were.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ class RateReport:
     mixed_groups: int
     all_success_groups: int
     all_failure_groups: int
+    masked: int = 0
+    """Rollouts without a verdict (infrastructure faults), left out of the pass rate."""
 
 
 def rates(rollouts: Iterable[Rollout], success_threshold: float = 1.0) -> RateReport:
@@ -68,5 +74,7 @@ def rates(rollouts: Iterable[Rollout], success_threshold: float = 1.0) -> RateRe
             all_s += 1
         elif kept:
             all_f += 1
-    passed = sum(r.reward >= success_threshold for r in rollouts if not r.masked)
-    return RateReport(passed / len(rollouts), usable / len(rollouts), len(rollouts), mixed, all_s, all_f)
+    graded = [r for r in rollouts if not r.masked]
+    passed = sum(r.reward >= success_threshold for r in graded)
+    return RateReport(passed / len(graded) if graded else 0.0, usable / len(rollouts), len(rollouts), mixed, all_s,
+                      all_f, len(rollouts) - len(graded))

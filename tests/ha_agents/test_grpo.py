@@ -23,3 +23,11 @@ def test_trainable_rate_counts_mixed_groups_over_all_rollouts():
 def test_from_record_reads_eval_trajectories():
     r = Rollout.from_record({"instance_id": "x", "reward": 1.0, "termination": "max_turns", "mask_sample": False})
     assert r.truncated and r.group == "x"
+
+
+def test_masked_rollouts_leave_the_pass_rate_but_not_the_trainable_denominator():
+    rs = [Rollout("a", 1), Rollout("a", 0), Rollout("a", 0, masked=True), Rollout("a", 0, masked=True)]
+    rep = rates(rs)
+    assert rep.pass_rate == pytest.approx(1 / 2) and rep.masked == 2
+    assert rep.trainable_rate == pytest.approx(2 / 4)  # the two graded rollouts, over all four sampled
+    assert rates([Rollout("x", 0, masked=True)]).pass_rate == 0.0

@@ -1,0 +1,188 @@
+"""Evolution: the gate decides for the right reasons, invalid candidates cost no rollouts, a teacher
+over HTTP adds a script tool and a rule hook, the rule mutator reads the statistics, `ha evolve`
+writes its log, specs and figures and resumes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from ha_agents.grpo import RateReport
+from ha_agents.llm.fake_server import FakeOpenAIServer
+from ha_cli.main import main
+from ha_envs.harness import load_spec
+from ha_envs.harness.spec import Component
+from ha_envs.loaders import load_suite
+from ha_evolve.gate import dual_rate_gate, stat_gate
+from ha_evolve.proposers import RuleMutator, make_proposer, ProposerOptions
+from ha_evolve.report import table
+from ha_evolve.schedule import EvolveConfig, Evolution
+from ha_evolve.summary import trajectory_stats
+
+from .conftest import TASKS, FixedProposer
+
+SUITE = {t.instance_id: t for t in load_suite("mini")}
+
+
+def with_tool(spec, *names):
+    tools = list(spec.tools)
+    tools[-1:-1] = [Component(n) for n in names]
+    return replace(spec, name=spec.name + "+" + "+".join(names), tools=tuple(tools)).validate()
+
+
+def run(tmp_path, proposer, wins, rounds=1, **cfg):
+    from .conftest import ToolSensitive
+
+    ToolSensitive.wins = wins
+    evo = Evolution(tmp_path / "evo", [SUITE[t] for t in TASKS], "tool_sensitive", "h0", proposer,
+                    EvolveConfig(rounds=rounds, group_size=2, workers=2, bootstrap_samples=200, **cfg))
+    final = evo.run()
+    props = [r for r in evo.log.records if r.get("kind") == "proposal"]
+    return final, props
+
+
+A, B = TASKS
+
+
+def test_more_passes_but_less_signal_is_rejected(tmp_path, sensitive):
+    cand = with_tool(load_spec("h0"), "run_tests")
+    # without the tool each group is mixed (1 of 2); with it every sample passes: all-success groups
+    final, (p,) = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (B, False): {1}, (A, True): {1, 2}, (B, True): {1, 2}})
+    assert p["current_rates"]["pass_rate"] == 0.5 and p["current_rates"]["trainable_rate"] == 1.0
+    assert p["candidate_rates"]["pass_rate"] == 1.0 and p["candidate_rates"]["trainable_rate"] == 0.0
+    assert not p["accepted"] and p["gate"]["reason"] == "trainable rate fell"
+    assert final.hash == load_spec("h0").hash
+
+
+def test_both_rates_up_is_accepted_and_attributed(tmp_path, sensitive):
+    cand = with_tool(load_spec("h0"), "run_tests", "think")
+    final, (p,) = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}, (B, True): {2}}, attribute=True)
+    assert p["current_rates"]["pass_rate"] == 0.25 and p["candidate_rates"]["pass_rate"] == 0.5
+    assert p["current_rates"]["trainable_rate"] == 0.5 and p["candidate_rates"]["trainable_rate"] == 1.0
+    assert p["accepted"] and p["gate"]["accept"] and final.hash == cand.hash
+    assert [d.split(" {")[0] for d in p["diff"]] == ["+ tool run_tests", "+ tool think"]
+    by = {a["component"]: a for a in p["attribution"]}
+    assert by["tool run_tests"]["pass_drop"] == 0.25 and by["tool run_tests"]["trainable_drop"] == 0.5
+    assert by["tool think"]["pass_drop"] == 0.0 and by["tool think"]["trainable_drop"] == 0.0
+    assert (tmp_path / "evo" / "specs" / f"{cand.hash}.yaml").is_file()
+
+
+def test_a_tie_is_rejected(tmp_path, sensitive):
+    cand = with_tool(load_spec("h0"), "think")  # a tool the policy ignores
+    final, (p,) = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}})
+    assert p["current_rates"] == p["candidate_rates"] and not p["accepted"]
+    assert p["gate"]["reason"] == "neither rate rose"
+
+
+def test_an_invalid_candidate_never_reaches_comparison(tmp_path, sensitive):
+    bad = replace(load_spec("h0"), tools=load_spec("h0").tools + (Component("broken", {}, {
+        "description": "x", "script": "if then ("}),))
+    final, (p,) = run(tmp_path, FixedProposer(bad), {})
+    assert p["validation"]["ok"] is False and p["validation"]["stage"] == "schema"
+    assert "does not parse" in p["validation"]["reason"]
+    assert p["rollouts"]["candidate"] == 0 and "candidate_rates" not in p and p["candidate_hash"] is None
+    assert [d.name for d in (tmp_path / "evo" / "rollouts").iterdir()] == [load_spec("h0").hash]
+    rounds = [r for r in json.loads("[" + ",".join((tmp_path / "evo" / "evolution.jsonl").read_text().split("\n")[:-1]) + "]")
+              if r["kind"] == "round"]
+    assert rounds[-1]["stop"] is True  # no valid candidate: the schedule stops early
+
+
+def test_statistical_gate_needs_more_than_noise():
+    def recs(pattern):
+        return [{"instance_id": f"t{i}", "reward": float(w), "termination": "submitted"}
+                for i, ws in enumerate(pattern) for w in ws]
+    cur = recs([(1, 0)] * 20)
+    better = recs([(1, 1)] * 2 + [(1, 0)] * 18)  # 2 of 20 tasks better: within the noise
+    much = recs([(1, 1, 0)[:2] if i % 2 else (1, 0) for i in range(20)])
+    assert not stat_gate(cur, better, seed=1).accept
+    assert dual_rate_gate(RateReport(0.5, 1.0, 40, 20, 0, 0), RateReport(0.55, 0.9, 40, 18, 2, 0)).reason == "trainable rate fell"
+    up = stat_gate(recs([(0, 0)] * 20), recs([(1, 0)] * 20), seed=1)
+    assert up.accept and up.pass_ci[0] > 0 and up.trainable_ci[0] > 0
+    down = stat_gate(recs([(1, 0)] * 20), recs([(1, 1)] * 20), seed=1)
+    assert not down.accept and "trainable rate fell" in down.reason
+    assert stat_gate(cur, much, seed=1).n_tasks == 20
+
+
+def test_rule_mutator_reads_the_statistics():
+    long_out = {"role": "tool", "source": "tool", "content": "x" * 5000}
+    recs = [{"instance_id": "a", "run": k, "resolved": False, "termination": "submitted", "test_runs": 0,
+             "delivery": {"tested_after_last_edit": False}, "messages": [long_out, long_out], "tool_counts": {"bash": 3}}
+            for k in (1, 2)]
+    st = trajectory_stats(recs)
+    assert st.untested_submits == 1.0 and st.long_outputs_per_traj == 2.0 and st.test_runs_per_traj == 0.0
+    m = RuleMutator()
+    p1 = m.propose(load_spec("h0"), recs, set())
+    assert p1.candidate is not None and {"run_tests", "run_check"} <= set(p1.candidate.tool_names)
+    assert "test runs per trajectory" in p1.diagnosis
+    p2 = m.propose(load_spec("h0"), recs, {p1.candidate.hash})
+    assert p2.candidate.hook_names == ["submit_gate"]  # the next rule, since the first was tried
+    empty = m.propose(load_spec("h2"), [dict(r, test_runs=3, delivery={"tested_after_last_edit": True}, messages=[])
+                                        for r in recs], set())
+    assert empty.candidate is None and empty.error
+
+
+def test_llm_teacher_over_http_adds_a_script_tool_and_a_rule_hook(tmp_path, sensitive):
+    h0 = load_spec("h0").to_dict()
+    h0["tools"].insert(1, {"name": "list_tests", "script": {
+        "description": "List the repository's test files.", "parameters": {"type": "object", "properties": {}},
+        "script": "find . -name 'test_*.py' -not -path './.git/*' | sort"}})
+    h0["hooks"] = [{"name": "start_note", "rule": {"point": "pre_decision", "trigger": {"min_turn": 0},
+                                                   "message": "Turn {turn}: find the tests first.", "max_fires": 1}}]
+    reply = ("## Diagnosis\nAgents submit without ever locating the tests.\n\n## Harness\n```yaml\n"
+             + yaml.safe_dump(h0, sort_keys=False) + "```\n")
+    prompts = []
+
+    def respond(body):
+        prompts.append(body["messages"][0]["content"])
+        return {"content": reply}
+
+    from .conftest import ToolSensitive
+
+    ToolSensitive.wins = {(A, False): {1}, (A, True): {1}}
+    with FakeOpenAIServer(respond) as srv:
+        proposer = make_proposer("llm", ProposerOptions(teacher=f"openai:teacher@{srv.url}"))
+        evo = Evolution(tmp_path / "evo", [SUITE[A]], "tool_sensitive", "h0", proposer,
+                        EvolveConfig(rounds=1, group_size=2, workers=1, bootstrap_samples=100))
+        evo.run()
+    (p,) = [r for r in evo.log.records if r.get("kind") == "proposal"]
+    assert "## Current harness" in prompts[0] and "trainable rate" in prompts[0] and A in prompts[0]
+    assert p["validation"]["ok"] and list(p["validation"]["smoke_tools"]) == ["list_tests"]
+    assert "+ tool list_tests" in " ".join(p["diff"]) and "+ hook start_note" in " ".join(p["diff"])
+    assert p["diagnosis"].startswith("Agents submit without")
+    recs = [json.loads(l) for l in next((tmp_path / "evo" / "rollouts" / p["candidate_hash"]).rglob("trajectories.jsonl"))
+            .read_text().splitlines()]
+    assert all(r["hooks"]["start_note"]["count"] == 1 for r in recs)
+    assert all(m["content"].startswith("Turn 0: find the tests") for r in recs for m in r["messages"]
+               if m.get("source") == "hook:start_note")
+
+
+def test_ha_evolve_cli_end_to_end_and_resume(tmp_path, capsys):
+    out = tmp_path / "cli"
+    args = ["evolve", "run", "--suite", "mini", "--instances", *TASKS, "--model", "oracle", "--proposer", "rule",
+            "--rounds", "1", "--group-size", "2", "--out", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| epoch | round | proposer |" in printed and "frozen harness" in printed
+    assert (out / "evolution.jsonl").is_file() and (out / "harness.yaml").is_file()
+    assert (out / "figures" / "candidates.png").stat().st_size > 1000 and (out / "figures" / "rounds.png").is_file()
+    (p,) = [json.loads(l) for l in (out / "evolution.jsonl").read_text().splitlines() if '"proposal"' in l]
+    assert p["proposer"] == "rule" and p["rollouts"]["current"] == 4
+    assert any(d.startswith("+ tool run_tests") for d in p["diff"])
+    # a rerun without --resume refuses; with it, nothing is repeated
+    assert main(args) == 2
+    n = len((out / "evolution.jsonl").read_text().splitlines())
+    assert main(args + ["--resume"]) == 0
+    assert len((out / "evolution.jsonl").read_text().splitlines()) == n
+    capsys.readouterr()
+    assert main(["evolve", "log", str(out)]) == 0 and "rule" in capsys.readouterr().out
+    assert table(out).count("\n") == 2
+
+
+def test_config_is_checked():
+    with pytest.raises(ValueError, match="group_size"):
+        EvolveConfig(group_size=1).validate()
+    with pytest.raises(ValueError, match="decide_by"):
+        EvolveConfig(decide_by="vote").validate()
