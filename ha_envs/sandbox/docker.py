@@ -240,7 +240,7 @@ class DockerSandbox:
             network_mode="bridge" if c.network else "none", mem_limit=c.memory_bytes, memswap_limit=c.memory_bytes,
             pids_limit=c.max_pids, nano_cpus=int(c.cpus * 1e9), cap_drop=["ALL"],
             security_opt=["no-new-privileges"], environment=_ENV,
-            tmpfs={"/tmp": f"rw,exec,size={c.tmp_bytes}"},
+            tmpfs={} if self._image_uses_tmp() else {"/tmp": f"rw,exec,size={c.tmp_bytes}"},
             ulimits=[docker.types.Ulimit(name="fsize", soft=c.disk_bytes, hard=c.disk_bytes)],
             labels={LABEL: "1", f"{LABEL}.owner": owner(), f"{LABEL}.role": self.role,
                     f"{LABEL}.instance": getattr(self.task, "instance_id", "") or ""},
@@ -253,6 +253,15 @@ class DockerSandbox:
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"cannot start a container from {self.image}: {exc}") from exc
         return container
+
+    @staticmethod
+    def _image_uses_tmp() -> bool:
+        """Environments copied into images keep their host path (venvs are not relocatable): when the
+        cache lives under /tmp, a tmpfs there would hide them, so /tmp stays in the container's layer
+        and the disk quota's measure covers it instead."""
+        from .workcopy import cache_root
+
+        return str(cache_root().resolve()).startswith("/tmp/")
 
     def _create_ready(self) -> tuple[Any, PersistentShell]:
         container = self._create()
@@ -405,7 +414,8 @@ class DockerSandbox:
         return self._disk
 
     def _work_bytes(self) -> int:
-        rc, out = self._exec(f"du -sxk {ansi_c_quote(self.workdir)} 2>/dev/null | cut -f1")
+        tmp = " /tmp" if self._image_uses_tmp() else ""
+        rc, out = self._exec(f"du -skc {ansi_c_quote(self.workdir)}{tmp} 2>/dev/null | tail -1 | cut -f1")
         try:
             return int(out.split()[0]) * 1024
         except (ValueError, IndexError):

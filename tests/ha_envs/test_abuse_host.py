@@ -5,6 +5,8 @@ outside every sandbox whose contents must not change."""
 from __future__ import annotations
 
 import resource
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -207,10 +209,14 @@ def test_background_writer_after_submit_cannot_change_the_grade(kind):
     assert grade["status"] in ("unresolved", "patch_failed", "tests_tampered")
 
 
-def test_docker_work_copy_quota_and_tmpfs():
+def test_docker_work_copy_quota_and_tmpfs(monkeypatch, tmp_path):
     from .test_real_envs import require_docker
 
     require_docker()
+    # a cache outside /tmp (as by default, ~/.cache): the container's /tmp can then be a tmpfs
+    cache = Path("/var/tmp") / f"ha-test-cache-{tmp_path.name}"
+    monkeypatch.setenv("HA_CACHE_DIR", str(cache))
+    request_cleanup = lambda: shutil.rmtree(cache, ignore_errors=True)  # noqa: E731
     env = ha_envs.make(task=TASK, sandbox="docker", sandbox_options={"disk_bytes": 64 << 20, "tmp_bytes": 8 << 20})
     try:
         env.reset()
@@ -220,3 +226,4 @@ def test_docker_work_copy_quota_and_tmpfs():
         assert "No space left on device" in obs[0]["content"] and "rc=0" not in obs[0]["content"]
     finally:
         env.close()
+        request_cleanup()
