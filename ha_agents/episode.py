@@ -69,9 +69,10 @@ def _load_tokenizer(path: str) -> Any:
 
 def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
                 sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
-                token_mode: TokenMode | None = None) -> dict[str, Any]:
+                token_mode: TokenMode | None = None, skill: str | None = None) -> dict[str, Any]:
     """One episode through the AgentLoop (token-faithful when ``token_mode`` is given); returns its
-    trajectory record (never raises for a sandbox or model failure: those end masked)."""
+    trajectory record (never raises for a sandbox or model failure: those end masked). ``skill``:
+    training-time guidance (evaluation never passes one)."""
     harness = load_spec(harness)
     if isinstance(agent, str):
         agent = make_agent(agent)
@@ -85,7 +86,7 @@ def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | H
     env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
     try:
         try:
-            traj = loop.run(env, task)
+            traj = loop.run(env, task, skill=skill)
         except SandboxError as exc:
             traj = Trajectory(instance_id=task.instance_id, model=agent.name, harness=harness.name,
                               harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,

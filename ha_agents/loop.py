@@ -88,13 +88,17 @@ class AgentLoop:
         traj.loss_mask.extend([mask] * len(ids))
         traj.logprobs.extend(logprobs if logprobs is not None and len(logprobs) == len(ids) else [None] * len(ids))
 
-    def run(self, env: gym.Env, task: Task | None = None, seed: int | None = None) -> Trajectory:
+    def run(self, env: gym.Env, task: Task | None = None, seed: int | None = None,
+            skill: str | None = None) -> Trajectory:
+        """One episode; ``skill``: a training-time skill shown after the task (never trained on)."""
         t0 = time.monotonic()
-        options = {"task": task} if task is not None else None
-        obs, info = env.reset(seed=seed, options=options)
+        options: dict[str, Any] = {"task": task} if task is not None else {}
+        if skill:
+            options["skill"] = skill
+        obs, info = env.reset(seed=seed, options=options or None)
         base: RepairEnv = env.unwrapped  # type: ignore[assignment]
         traj = Trajectory(instance_id=info["instance_id"], model=self.client.name, harness=info.get("harness", ""),
-                          harness_hash=info.get("harness_hash", ""))
+                          harness_hash=info.get("harness_hash", ""), skill=skill or None)
         tools = info.get("tools") or []
         traj.messages.extend(obs)
         if hasattr(self.client, "start") and base.task is not None:

@@ -64,8 +64,8 @@ class TrajectoryLog:
 
 
 def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox: str,
-             env_kwargs: dict[str, Any], token_mode: TokenMode | None = None) -> dict[str, Any]:
-    record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode)
+             env_kwargs: dict[str, Any], token_mode: TokenMode | None = None, skill: str | None = None) -> dict[str, Any]:
+    record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode, skill)
     record["run"] = sample
     return record
 
@@ -74,8 +74,9 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
             out: Path | str | None = None, log: TrajectoryLog | None = None, sandbox: str = "local",
             workers: int = 2, executor: str = "threads", env_kwargs: dict[str, Any] | None = None,
             on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
-            token_mode: TokenMode | None = None) -> list[dict[str, Any]]:
+            token_mode: TokenMode | None = None, skills: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
+    ``skills``: instance id -> a training-time skill every sample of that task sees.
 
     ``agent`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), so it can travel to
     Ray workers; each episode builds its own client."""
@@ -103,11 +104,12 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
     try:
         if executor == "threads":
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw, token_mode) for t, k in todo]
+                futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw, token_mode,
+                                       (skills or {}).get(t.instance_id)) for t, k in todo]
                 for fut in as_completed(futures):
                     finished(fut.result())
         elif executor == "ray":
-            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode)
+            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode, skills or {})
         else:
             raise ValueError(f"unknown executor {executor!r}; use threads or ray")
     finally:
@@ -118,7 +120,8 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
 
 
 def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sandbox: str, kw: dict[str, Any],
-                 workers: int, finished: Callable[[dict[str, Any]], None], token_mode: TokenMode | None) -> None:
+                 workers: int, finished: Callable[[dict[str, Any]], None], token_mode: TokenMode | None,
+                 skills: dict[str, str]) -> None:
     """Ray tasks, at most ``workers`` in flight; connects to the cluster in RAY_ADDRESS or starts a
     local one. Records come back to this process, which alone writes the log."""
     import ray
@@ -133,7 +136,7 @@ def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sa
     while queue or pending:
         while queue and len(pending) < max(1, workers):
             t, k = queue.pop(0)
-            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode))
+            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode, skills.get(t.instance_id)))
         ready, pending = ray.wait(pending, num_returns=1)
         finished(ray.get(ready[0]))
 

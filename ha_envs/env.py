@@ -44,6 +44,11 @@ TASK_PROMPT = """<issue>
 
 The repository is checked out at {workdir}. Fix the issue by changing non-test source files."""
 
+SKILL_PROMPT = """<skill>
+Guidance that worked on problems of this kind (how the repair works, not where):
+{skill}
+</skill>"""
+
 SandboxMaker = Callable[[Task], Sandbox]
 
 
@@ -160,6 +165,8 @@ class RepairEnv(gym.Env):
 
     # -- gym API -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """``options``: ``task`` (a Task or an instance id), ``skill`` (a training-time skill text,
+        shown after the task as a non-trainable ``source="skill"`` message)."""
         super().reset(seed=seed)
         options = options or {}
         if options.get("task") is not None:
@@ -188,6 +195,8 @@ class RepairEnv(gym.Env):
             message("system", SYSTEM_PROMPT.format(workdir=workdir), "system"),
             message("user", TASK_PROMPT.format(problem=task.problem_statement.strip(), workdir=workdir), "task"),
         ]
+        if options.get("skill"):  # training-time guidance from the skill teacher; never at evaluation
+            obs.append(message("user", SKILL_PROMPT.format(skill=str(options["skill"]).strip()), "skill"))
         info = {"instance_id": task.instance_id, "harness": "h0", "tools": self.tools, "workdir": workdir,
                 "termination": None, "mask_sample": False}
         return obs, info

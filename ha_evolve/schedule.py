@@ -85,13 +85,15 @@ class Evolution:
     def __init__(self, out: Path | str, tasks: list[Task], agent: str, start: HarnessSpec | str,
                  proposer: Proposer, config: EvolveConfig = EvolveConfig(),
                  smoke_task: Task | None = None, env_kwargs: dict[str, Any] | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None) -> None:
+        """``skills``: instance id -> skill, shown alike to both sides of every comparison."""
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.tasks, self.agent, self.proposer = tasks, agent, proposer
         self.config = config.validate()
         self.smoke_task = smoke_task if smoke_task is not None else (tasks[0] if tasks else None)
         self.env_kwargs = dict(env_kwargs or {})
+        self.skills = dict(skills or {})
         self.say = progress or (lambda text: log.info("%s", text))
         self.log = TrajectoryLog(self.out / "evolution.jsonl")
         self.current = load_spec(start)
@@ -111,7 +113,8 @@ class Evolution:
     def _rollouts(self, spec: HarnessSpec, rnd: int) -> list[dict[str, Any]]:
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
         return collect(self.tasks, self.config.group_size, self.agent, spec, out=out, sandbox=self.config.sandbox,
-                       workers=self.config.workers, env_kwargs=self.env_kwargs, progress_bar=False)
+                       workers=self.config.workers, env_kwargs=self.env_kwargs, progress_bar=False,
+                       skills=self.skills)
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}

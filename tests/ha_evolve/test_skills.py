@@ -1,0 +1,74 @@
+"""The skill teacher: screened skills, retries with the reasons, the skill in the episode as a
+non-trainable segment, never at evaluation; the ablation forms."""
+
+from __future__ import annotations
+
+import json
+
+from ha_agents.episode import run_episode
+from ha_agents.evaluate import evaluate
+from ha_agents.llm.fake_server import FakeOpenAIServer
+from ha_agents.llm.openai_http import OpenAIClient, parse_model_spec
+from ha_envs.loaders import load_suite
+from ha_evolve.skills import SkillTeacher, near_answer_hint, screen, skill_library
+
+TASK = next(t for t in load_suite("mini") if t.instance_id == "mini__ttl_cache")
+GOOD = ("When an entry's lifetime ends at a deadline, treat the deadline itself as expired, and make sure "
+        "that reading an entry never moves its deadline unless the policy says reads renew it.")
+
+
+def test_screen_rejects_leaks_and_keeps_mechanisms():
+    assert screen(GOOD, TASK).ok
+    for leak, why in [("Edit ttlcache/clock.py and compare with >=.", "names a file"),
+                      ("Stop _link_front from stamping the deadline.", "identifiers"),
+                      ("```\nreturn self.now() >= deadline\n```", "code or diff"),
+                      ("- return a > b\n+ return a >= b", "code or diff"),
+                      (" ".join(["word"] * 130), "at most 120")]:
+        verdict = screen(leak, TASK)
+        assert not verdict.ok and any(why in r for r in verdict.reasons), (leak, verdict)
+
+
+def _records():
+    base = {"instance_id": TASK.instance_id, "termination": "submitted", "messages": [], "turns": 3}
+    return [dict(base, run=1, resolved=False), dict(base, run=2, resolved=True)]
+
+
+def test_teacher_retries_with_the_reasons_then_accepts():
+    replies = ["## Contrast\nx\n## Tool use\ny\n## Skill\nChange _link_front in ttlcache/store.py.\n",
+               f"## Contrast\nThe success tested the boundary.\n## Tool use\nNo test after edits.\n## Skill\n{GOOD}\n"]
+    prompts = []
+
+    def respond(body):
+        prompts.append(body["messages"][0]["content"])
+        return {"content": replies[len(prompts) - 1]}
+
+    with FakeOpenAIServer(respond) as srv:
+        report = SkillTeacher(OpenAIClient(parse_model_spec(f"openai:teacher@{srv.url}"))).teach(TASK, _records())
+    assert report.skill == GOOD and report.attempts == 2 and len(report.rejected) == 1
+    assert "one success and one failure" in prompts[0] and "REJECTED" in prompts[1] and "names a file" in prompts[1]
+    assert "## Contrast" in report.report
+
+
+def test_teacher_gives_up_after_three_leaks():
+    with FakeOpenAIServer(lambda body: {"content": "## Skill\nLook at ttlcache/clock.py.\n"}) as srv:
+        report = SkillTeacher(OpenAIClient(parse_model_spec(f"openai:t@{srv.url}"))).teach(TASK, _records())
+    assert report.skill is None and report.attempts == 3 and len(report.rejected) == 3
+
+
+def test_skill_is_a_non_trainable_segment_and_never_in_evaluation(tmp_path):
+    rec = run_episode(TASK, "null", "h0", skill=GOOD)
+    (seg,) = [m for m in rec["messages"] if m.get("source") == "skill"]
+    assert GOOD in seg["content"] and seg["trainable"] is False and rec["skill"] == GOOD
+    order = [m.get("source") for m in rec["messages"]]
+    assert order.index("skill") == order.index("task") + 1
+    evaluate([TASK], policy="null", out_dir=tmp_path / "e")
+    (line,) = (tmp_path / "e" / "trajectories.jsonl").read_text().splitlines()
+    ev = json.loads(line)
+    assert ev["skill"] is None and not any(m.get("source") == "skill" for m in ev["messages"])
+
+
+def test_ablation_forms():
+    hint = near_answer_hint(TASK)
+    assert "ttlcache/clock.py" in hint and not screen(hint, TASK).ok  # the leaking form leaks, by design
+    lib = skill_library(TASK)
+    assert screen(lib, TASK).ok and "edge" in lib
