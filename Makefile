@@ -1,5 +1,5 @@
 # Two commands do the whole set-up on a fresh machine (Python 3.11):
-#   make demo   installs, then runs the main job on the bundled suite (validate + eval)
+#   make demo   installs, then runs the main job on the bundled suite (validate + eval + one evolution round)
 #   make test   installs, then runs the test suite
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
@@ -35,6 +35,8 @@ demo: install
 	$(BIN)/ha eval --suite mini --policy oracle --harness h0 --runs 1 --workers 2 --out $(OUT)/oracle-h0
 	$(BIN)/ha eval --suite mini --policy oracle --harness h2 --runs 1 --workers 2 --out $(OUT)/oracle-h2
 	$(BIN)/ha eval --suite mini --policy null --harness h2 --runs 1 --workers 2 --out $(OUT)/null-h2
+	$(BIN)/ha evolve run --suite mini --instances mini__invoice_rounding mini__semver_ranges --model oracle \
+	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -45,6 +47,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_agent_loop.py
 	$(BIN)/python benchmarks/bench_docker.py
 	$(BIN)/python benchmarks/bench_grading.py
+	$(BIN)/python benchmarks/bench_evolve.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
