@@ -186,3 +186,26 @@ def test_config_is_checked():
         EvolveConfig(group_size=1).validate()
     with pytest.raises(ValueError, match="decide_by"):
         EvolveConfig(decide_by="vote").validate()
+
+
+def test_cli_teacher_edits_the_harness_in_its_work_directory(tmp_path):
+    from ha_evolve.proposers import CLITeacher
+
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import yaml\n"
+        "spec = yaml.safe_load(open('harness.yaml'))\n"
+        "assert 'Trajectories' in open('trajectories.md').read() and 'rule hooks' in open('PROMPT.md').read()\n"
+        "spec['hooks'] = (spec.get('hooks') or []) + ['stuck_detector']\n"
+        "yaml.safe_dump(spec, open('harness.yaml', 'w'), sort_keys=False)\n"
+        "open('diagnosis.md', 'w').write('Agents loop on the same command.')\n")
+    import sys
+
+    recs = [{"instance_id": "a", "run": 1, "resolved": False, "termination": "submitted", "messages": []}]
+    p = CLITeacher(f"{sys.executable} {script}").propose(load_spec("h0"), recs, set())
+    assert p.candidate is not None and p.candidate.hook_names == ["stuck_detector"]
+    assert p.diagnosis == "Agents loop on the same command." and p.proposer == "cli"
+    failing = CLITeacher("exit 3").propose(load_spec("h0"), recs, set())
+    assert failing.candidate is None and "exited 3" in failing.error
+    unchanged = CLITeacher("true").propose(load_spec("h0"), recs, set())
+    assert unchanged.candidate is None and "unchanged" in unchanged.error
