@@ -340,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = evolve.add_parser("prompts", help="show the teacher prompts")
     p.set_defaults(func=cmd_evolve_prompts)
 
-    p = sub.add_parser("compare", help="paired difference of two eval runs with a 95% bootstrap CI")
+    p = sub.add_parser("compare", help="paired difference of two eval runs with a 95%% bootstrap CI")
     p.add_argument("run_a")
     p.add_argument("run_b")
     p.add_argument("--samples", type=int, default=10000)
@@ -378,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except BrokenPipeError:  # `ha ... | head`: the reader left; end quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (TaskError, ValueError, OSError) as exc:
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2

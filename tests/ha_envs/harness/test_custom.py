@@ -115,3 +115,14 @@ def test_cli_shows_custom_components(tmp_path, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert [t["kind"] for t in shown["tools"]][-1] == "script" and shown["hooks"][0]["kind"] == "rule"
     assert shown["hooks"][0]["points"] == ["pre_action"] and Path(path).exists()
+
+
+def test_cli_help_and_a_closed_pipe():
+    import subprocess
+    import sys
+
+    ha = [sys.executable, "-m", "ha_cli.main"]
+    top = subprocess.run(ha + ["--help"], capture_output=True, text=True)
+    assert top.returncode == 0 and "evolve" in top.stdout and "bootstrap" in top.stdout
+    piped = subprocess.run(" ".join(ha) + " evolve prompts | head -1", shell=True, capture_output=True, text=True)
+    assert piped.stdout.startswith("==> ") and "Broken pipe" not in piped.stderr and piped.stderr == ""
