@@ -96,6 +96,18 @@ def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | H
         env.close()
 
 
+def error_record(task: Task, agent: Any, harness: "HarnessSpec | str", exc: BaseException, t0: float) -> dict[str, Any]:
+    """The record of an episode that failed in a way nothing planned for (a bug, a broken task):
+    masked, with the error, so the run goes on and the failure is visible."""
+    spec = harness if isinstance(harness, HarnessSpec) else load_spec(harness)
+    name = agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
+    error = f"{type(exc).__name__}: {exc}"
+    traj = Trajectory(instance_id=task.instance_id, model=name, harness=spec.name, harness_hash=spec.hash,
+                      termination="internal_error", mask_sample=True,
+                      info={"termination": "internal_error", "mask_sample": True, "error": error})
+    return _record(task, name, spec, traj, t0)
+
+
 def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> dict[str, Any]:
     info = traj.info
     grade = info.get("grade") or {}

@@ -11,8 +11,10 @@ there. ``sample`` is the record's ``run`` field (1-based).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +23,9 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.sandbox import prepare_snapshot
 from ha_envs.task import Task
 
-from .episode import TokenMode, run_episode
+from .episode import TokenMode, error_record, run_episode
+
+log = logging.getLogger(__name__)
 
 
 class TrajectoryLog:
@@ -65,7 +69,12 @@ class TrajectoryLog:
 
 def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox: str,
              env_kwargs: dict[str, Any], token_mode: TokenMode | None = None, skill: str | None = None) -> dict[str, Any]:
-    record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode, skill)
+    t0 = time.monotonic()
+    try:
+        record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode, skill)
+    except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
+        log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
+        record = error_record(task, agent, harness, exc, t0)
     record["run"] = sample
     return record
 

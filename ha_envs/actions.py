@@ -13,7 +13,29 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.S)
+_FENCE_MARK = re.compile(r"```([A-Za-z0-9_+-]*)")
+SHELL_LANGS = ("", "bash", "sh", "shell", "console")
+
+
+def fenced_blocks(text: str, langs: tuple[str, ...] = SHELL_LANGS) -> list[str]:
+    """The bodies of the fenced blocks whose language is in ``langs``. Fences are paired in order
+    (opener, closer, opener, ...), so the closing fence of a ```` ```python ```` block is never read
+    as the opener of a shell block; an unclosed last block is ignored."""
+    out: list[str] = []
+    pos, opener = 0, None
+    for m in _FENCE_MARK.finditer(text):
+        if m.start() < pos:
+            continue
+        if opener is None:
+            opener = m
+            pos = m.end()
+        else:
+            lang = opener.group(1).lower()
+            if lang in langs:
+                out.append(text[opener.end():m.start()])
+            opener = None
+            pos = m.start() + 3
+    return out
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,7 @@ def parse_h0_action(action: Any) -> ToolCall:
         action = action.get("content") or ""
     if not isinstance(action, str):
         raise FormatError("no_call", "Your message was empty. Reply with one ```bash``` block, or submit.")
-    blocks = _FENCE.findall(action)
+    blocks = fenced_blocks(action)
     if not blocks:
         raise FormatError("no_call", "No command found. Reply with exactly one ```bash``` block "
                           "(or the command `submit` in one to finish).")

@@ -114,8 +114,8 @@ class ToolCallParser:
         if fmt == "auto":
             if raw_calls:
                 fmt = "openai"
-            elif "<function=" in text:
-                fmt = "qwen3_xml"
+            elif _FUNCTION.search(text) or ("<function=" in text and not _has_fence(text)):
+                fmt = "qwen3_xml"  # a complete tag; a bare "<function=" in prose beside a bash block is prose
             elif "<tool_call>" in text:
                 fmt = "hermes"
             else:
@@ -227,12 +227,17 @@ def _qwen_xml(text: str, hint: str) -> list[tuple[str, Any, str | None]]:
     return out
 
 
-_FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.S)
+def _has_fence(text: str) -> bool:
+    from ..actions import fenced_blocks
+
+    return bool(fenced_blocks(text))
 
 
 def _fenced(text: str, hint: str) -> list[tuple[str, Any, str | None]]:
+    from ..actions import fenced_blocks
+
     out: list[tuple[str, Any, str | None]] = []
-    for block in _FENCE.findall(text):
+    for block in fenced_blocks(text):
         command = block.strip()
         out.append(("submit", {}, None) if command == "submit" else ("bash", {"command": command}, None))
     return out

@@ -55,3 +55,28 @@ def test_collect_on_ray(tmp_path):
         assert len((tmp_path / "ray" / "trajectories.jsonl").read_text().splitlines()) == 4
     finally:
         ray.shutdown()
+
+
+def test_an_unexpected_error_in_one_episode_is_a_masked_record_and_the_run_goes_on(tmp_path):
+    from ha_agents.policies import POLICIES, NullPolicy
+    from ha_agents.rollouts import collect
+    from ha_envs.loaders import load_suite
+
+    class Exploding(NullPolicy):
+        name = "exploding"
+
+        def plan(self, task, info):
+            if task.instance_id == "mini__semver_ranges":
+                raise RuntimeError("policy bug")
+            return super().plan(task, info)
+
+    POLICIES["exploding"] = Exploding
+    try:
+        tasks = [t for t in load_suite("mini") if t.instance_id in ("mini__semver_ranges", "mini__invoice_rounding")]
+        recs = collect(tasks, 2, "exploding", "h0", out=tmp_path, workers=2, progress_bar=False)
+    finally:
+        POLICIES.pop("exploding")
+    assert len(recs) == 4 and len((tmp_path / "trajectories.jsonl").read_text().splitlines()) == 4
+    bad = [r for r in recs if r["instance_id"] == "mini__semver_ranges"]
+    assert all(r["mask_sample"] and r["termination"] == "internal_error" and "policy bug" in r["error"] for r in bad)
+    assert all(r["termination"] == "submitted" for r in recs if r["instance_id"] == "mini__invoice_rounding")

@@ -126,3 +126,16 @@ def test_cli_help_and_a_closed_pipe():
     assert top.returncode == 0 and "evolve" in top.stdout and "bootstrap" in top.stdout
     piped = subprocess.run(" ".join(ha) + " evolve prompts | head -1", shell=True, capture_output=True, text=True)
     assert piped.stdout.startswith("==> ") and "Broken pipe" not in piped.stderr and piped.stderr == ""
+
+
+def test_fences_pair_in_order_and_prose_is_not_xml():
+    from ha_envs.actions import parse_h0_action
+    from ha_envs.harness.parsers import ToolCallParser
+
+    text = "```python\nx = 1\n```\nNow run:\n```bash\nls -la\n```"
+    assert parse_h0_action(text).arguments == {"command": "ls -la"}
+    assert parse_h0_action("```python … ``` Now run: ```bash ls ```").arguments == {"command": "ls"}
+    schemas = {"bash": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+               "submit": {"type": "object", "properties": {}}}
+    parsed = ToolCallParser("auto").parse("The docs mention <function=foo> tags; anyway:\n```bash\npwd\n```", schemas)
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("bash", {"command": "pwd"})]
