@@ -197,6 +197,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_grade(args: argparse.Namespace) -> int:
+    from ha_agents.grade import grade_predictions, load_predictions
+    from ha_envs.grading.grader import Grader
+
+    predictions = load_predictions(args.predictions)
+    tasks = _tasks(args)
+    unknown = sorted(set(predictions) - {t.instance_id for t in tasks})
+    if unknown and not args.instances:
+        print(f"note: {len(unknown)} predicted instance(s) are not in the chosen tasks (listed in report.json)",
+              file=sys.stderr)
+    grader = None
+    if args.sandbox == "docker":
+        from ha_envs.grading.grader import docker_sandbox_factory
+
+        grader = Grader(docker_sandbox_factory())
+
+    def progress(iid: str, body: dict) -> None:
+        verdict = body["status"] + (f" (flags: {', '.join(body['flags'])})" if body["flags"] else "")
+        print(f"{iid}: {verdict}", file=sys.stderr, flush=True)
+
+    run = grade_predictions(tasks, predictions, args.out, grader=grader, workers=args.workers, progress=progress)
+    print(run.markdown())
+    if run.skipped:
+        print(f"{len(run.skipped)} instance(s) already graded in {args.out} were kept")
+    print(f"\nreport: {Path(args.out) / 'report.json'}; per instance: {Path(args.out) / 'logs'}/<id>/")
+    return 0
+
+
 def cmd_evolve_run(args: argparse.Namespace) -> int:
     from ha_evolve.proposers import ProposerOptions, make_proposer
     from ha_evolve.report import figures, table
@@ -310,6 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("grade", help="grade a SWE-bench predictions file (any agent's) with hidden tests")
+    _add_source(p)
+    p.add_argument("--predictions", required=True, help="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
+    p.add_argument("--sandbox", choices=["local", "docker"], default="local")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", default="runs/grade", help="output directory (a rerun keeps finished instances)")
+    p.set_defaults(func=cmd_grade)
 
     evolve = sub.add_parser("evolve", help="evolve the harness against a fixed policy (dual-rate gate)").add_subparsers(
         dest="evolve_command", required=True)
