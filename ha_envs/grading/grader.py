@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from ..sandbox.base import Sandbox, SandboxError
 from ..sandbox.local import LocalSandbox, LocalSandboxConfig
+from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import Task
@@ -196,7 +197,7 @@ class Grader:
         if getattr(self.sandbox_factory, "in_place", False):
             return self.sandbox_factory(None, None, task), None
         snapshot = snapshot or prepare_snapshot(task)
-        root = Path(tempfile.mkdtemp(prefix="ha-grade-"))
+        root = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-grade")))
         # The sandbox first: building its environment may write generated files into the snapshot
         # (setuptools_scm's _version.py from an in-tree build); its copy, made at start, has them.
         return self.sandbox_factory(snapshot, root, task), root

@@ -48,7 +48,8 @@ class Limits:
         self.max_pids = max_pids
         self.file_bytes = file_bytes
         """RLIMIT_FSIZE for every process (the largest file one may write); None: unlimited."""
-        self.name = f"harnessadapt-{session_id_hint or uuid.uuid4().hex[:12]}"
+        # the owner's pid in the name: reaper.py removes a killed run's cgroups
+        self.name = f"harnessadapt-{os.getpid()}-{session_id_hint or uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
         self.procs_file: Path | None = None
         self.pids_current: Path | None = None

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..task import Task
 from .base import PatchError, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
+from .reaper import owned_prefix, reap_once
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
 from .workcopy import (DIFF_NO_BASE, DIFF_TOO_LARGE, PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy,
                        prepare_snapshot, reset_in_place)
@@ -91,7 +92,8 @@ class LocalSandbox:
 
         self.node_modules = node_env(task) if task is not None else None
         self._own_root = work_root is None
-        self.root = Path(work_root or tempfile.mkdtemp(prefix="ha-sbx-"))
+        reap_once()  # a killed run's directories and cgroups go, once per process
+        self.root = Path(work_root or tempfile.mkdtemp(prefix=owned_prefix("ha-sbx")))
         self.host_dir = self.root / "testbed"
         self.mount_point = self.config.mount_point or (task.environment.workdir if task is not None else "/testbed")
         self.workdir = self.mount_point if self.isolated else str(self.host_dir)

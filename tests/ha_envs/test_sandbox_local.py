@@ -251,3 +251,25 @@ def test_toolchains_under_tmp_stay_visible(tiny_task, tmp_path):
         assert s.run("python -c 'import pytest; print(1)'").output == "1\n"
     finally:
         s.close()
+
+
+def test_a_killed_runs_directories_and_cgroups_are_reaped():
+    import json as _json
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    from ha_envs.sandbox.reaper import reap
+
+    require_bwrap()
+    child = ("import json, os, sys\n"
+             "from ha_envs.loaders import load_suite\nfrom ha_envs.sandbox import LocalSandbox\n"
+             "t = [t for t in load_suite('mini') if t.instance_id == 'mini__ttl_cache'][0]\n"
+             "sb = LocalSandbox(t)\nsb.start()\nsb.run('sleep 300 &')\n"
+             "print(json.dumps({'root': str(sb.root), 'cgroups': [str(d) for d in sb.limits.dirs]}), flush=True)\n"
+             "os.kill(os.getpid(), 9)\n")
+    proc = subprocess.run([_sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    left = _json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == -9 and _Path(left["root"]).is_dir()
+    removed = reap()
+    assert not _Path(left["root"]).exists() and removed["dirs"] >= 1
+    assert all(not _Path(d).exists() for d in left["cgroups"]) and removed["cgroups"] >= len(left["cgroups"])
