@@ -209,3 +209,28 @@ def test_cli_teacher_edits_the_harness_in_its_work_directory(tmp_path):
     assert failing.candidate is None and "exited 3" in failing.error
     unchanged = CLITeacher("true").propose(load_spec("h0"), recs, set())
     assert unchanged.candidate is None and "unchanged" in unchanged.error
+
+
+def test_a_crash_mid_round_resumes_without_repeating_rollouts(tmp_path, sensitive):
+    from .conftest import ToolSensitive
+
+    class Crashing:
+        name = "crashing"
+
+        def propose(self, current, records, tried):
+            raise RuntimeError("teacher process killed")
+
+    ToolSensitive.wins = {(A, False): {1}}
+    tasks = [SUITE[A]]
+    cfg = EvolveConfig(rounds=1, group_size=2, workers=1, bootstrap_samples=100)
+    with pytest.raises(RuntimeError, match="killed"):
+        Evolution(tmp_path / "evo", tasks, "tool_sensitive", "h0", Crashing(), cfg).run()
+    current_log = next((tmp_path / "evo" / "rollouts" / load_spec("h0").hash).rglob("trajectories.jsonl"))
+    before = current_log.read_text()
+    assert len(before.splitlines()) == 2
+    evo = Evolution(tmp_path / "evo", tasks, "tool_sensitive", "h0",
+                    FixedProposer(with_tool(load_spec("h0"), "think")), cfg)
+    evo.run()
+    assert current_log.read_text() == before  # the current side was not run again
+    (p,) = [r for r in evo.log.records if r.get("kind") == "proposal"]
+    assert p["rollouts"]["current"] == 2 and p["rollouts"]["candidate"] == 2
