@@ -1,9 +1,13 @@
 """Hidden-test grading of a patch, on a fresh copy the agent never touched.
 
-Steps: fresh copy of the task snapshot -> drop the patch's edits to hidden-test and protected paths
--> apply the rest (``git apply``, then ``patch --fuzz`` as SWE-bench does) -> restore the hidden
-test files to base and apply the hidden test patch -> run the test command in a fresh sandbox ->
-parse the log -> verdict.
+The patch is untrusted data. Steps: read its paths as the appliers do and drop sections that touch
+hidden tests or protected paths or write outside the repository (``patchfile.py``) -> in a fresh
+grading sandbox (bubblewrap over a fresh copy of the task's snapshot, or a fresh container of its
+snapshot image; nothing of the patch is touched on the host): apply the rest (``git apply``, then
+``patch --fuzz`` as SWE-bench does) -> delete and take again from the base every protected path the
+patch touched (``protect.py``) -> restore the hidden test files to base and apply the hidden test
+patch -> run the test command under the runner guards (``runners.py``) -> parse the log -> verdict
+-> the guards cross-check the log with the runner's own record and exit status (``tests_tampered``).
 
 SWE-bench Pro runs Scale's per-instance run script and log parser (``pro.py``).
 
@@ -119,8 +123,8 @@ def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFa
 
 def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
     """Grades in a fresh container of the task's snapshot image (never the agent's container): the
-    patch and the hidden tests are applied inside it (``Grader._in_place``), so an official image's
-    work copy is graded as built."""
+    patch and the hidden tests are applied inside it (``Grader._run``), so an official image's work
+    copy is graded as built."""
     def make(snapshot: Snapshot | None, root: Path | None, task: Task | None = None) -> Sandbox:
         from ..sandbox.docker import DockerSandbox, DockerSandboxConfig
 
