@@ -234,8 +234,8 @@ def _component(obj: Any, kind: str, origin: str) -> Component:
         if not isinstance(params, dict):
             raise HarnessSpecError(f"{origin}: params of {kind} {obj['name']!r} must be a mapping")
         return Component(obj["name"], dict(params))
-    raise HarnessSpecError(f"{origin}: a {kind} entry must be a name, {{name: ..., params: {{...}}}} or "
-                           f"{{name: ..., {key}: {{...}}}}, got {obj!r}")
+    raise HarnessSpecError(f"{origin}: a {kind} entry must be a name or {{name: ..., params: {{...}}}} "
+                           f"(or {{name: ..., {key}: {{...}}}} for a data-only one), got {obj!r}")
 
 
 def _canonical(c: Component, kind: str) -> dict[str, Any]:
