@@ -236,7 +236,10 @@ class DockerSandbox:
 
         c = self.config
         kwargs = dict(
-            entrypoint=["sleep", "infinity"], detach=True, init=True, working_dir=self.workdir,
+            # The main process runs as nobody: the agent (root, but with every capability dropped, so
+            # no CAP_KILL) cannot signal it, and `kill -9 -1` cannot stop the container. A stopped
+            # container is then always the host's doing: an infrastructure fault.
+            entrypoint=["sleep", "infinity"], user="65534:65534", detach=True, init=True, working_dir=self.workdir,
             network_mode="bridge" if c.network else "none", mem_limit=c.memory_bytes, memswap_limit=c.memory_bytes,
             pids_limit=c.max_pids, nano_cpus=int(c.cpus * 1e9), cap_drop=["ALL"],
             security_opt=["no-new-privileges"], environment=_ENV,
@@ -283,7 +286,7 @@ class DockerSandbox:
         self._start_shell()
 
     def _new_shell(self, container: Any) -> PersistentShell:
-        argv = ["docker", "exec", "-i", "-w", self.workdir, container.id, "bash", "--noprofile", "--norc"]
+        argv = ["docker", "exec", "-i", "-u", "0", "-w", self.workdir, container.id, "bash", "--noprofile", "--norc"]
         # `docker exec` carries stdout and stderr as two streams whose relative order is lost; one
         # stream (as the local sandbox's single pipe) keeps a command's output in the order it was written.
         shell = PersistentShell(argv, init_script="exec 2>&1; echo $$ > /tmp/.ha-shell-pid")
@@ -360,47 +363,11 @@ class DockerSandbox:
         return to_result(cap, timeout, time.monotonic() - t0, notes)
 
     def _restart_shell(self, notes: list[str]) -> None:
-        """A new shell after the old one died, starting the container again if the agent's command
-        stopped it (twice at most: the container may go down just after a first look)."""
+        """A new shell after the old one died by the agent's doing; a container that is no longer
+        running is an infrastructure fault (its main process is out of the agent's reach)."""
         self._stop_shell()
-        for attempt in range(2):
-            notes[:0] = self._revive()
-            try:
-                self._start_shell()
-                return
-            except SandboxError:
-                if attempt:
-                    raise
-
-    def _revive(self) -> list[str]:
-        """After the agent's command killed the shell: a container that is still running is fine;
-        one whose main process the command killed (it *exited*, not removed, not killed by the
-        daemon for memory) is the agent's doing and is started again with its files as they were.
-        Gone or dead containers are infrastructure faults (SandboxError)."""
-        for _ in range(50):  # a dying main process takes the container down a moment later
-            try:
-                retrying(self.container.reload)
-            except Exception as exc:  # noqa: BLE001
-                raise SandboxError(f"the container is gone: {exc}") from exc
-            if self.container.status != "running":
-                break
-            try:
-                if self.container.exec_run(["true"])[0] == 0:
-                    return []
-            except Exception:  # noqa: BLE001 - stopping under our feet: look again
-                pass
-            time.sleep(0.1)
-        state = self.container.attrs.get("State", {})
-        if self.container.status == "running":
-            return []
-        if self.container.status != "exited" or state.get("OOMKilled") or state.get("Dead"):
-            raise SandboxError(f"the container stopped (status {self.container.status})")
-        try:
-            retrying(self.container.start)
-        except Exception as exc:  # noqa: BLE001
-            raise SandboxError(f"the container stopped and could not be started again: {exc}") from exc
-        return ["the command stopped the container's main process; the container was started again "
-                "(files kept, processes gone)"]
+        self._check_container()
+        self._start_shell()
 
     def _disk_watch(self) -> DiskWatch | None:
         """The work copy's quota, triggered by the free space of the daemon's storage when this
@@ -436,7 +403,7 @@ class DockerSandbox:
         self._check_container()
         try:
             rc, out = retrying(lambda: self.container.exec_run(["bash", "-c", script], workdir=self.workdir,
-                                                                environment=_ENV, demux=False))
+                                                                environment=_ENV, demux=False, user="0"))
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"docker exec failed: {exc}") from exc
         return rc, out or b""
@@ -486,7 +453,7 @@ class DockerSandbox:
         try:
             rc, (out, err) = retrying(lambda: self.container.exec_run(
                 ["timeout", "-s", "KILL", str(int(timeout)), "bash", "-c", script], workdir=self.workdir,
-                environment=_ENV, demux=True))
+                environment=_ENV, demux=True, user="0"))
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"docker exec failed: {exc}") from exc
         return (124 if rc == 137 else rc), out or b"", err or b""

@@ -180,7 +180,7 @@ def diff_script(base: str, objects: str, cap: int = PATCH_CAP_BYTES) -> str:
 
     Nothing of the agent's git state is used: a fresh repository in a private temporary directory
     (no config but git's defaults, no hooks, attributes that disable filters and conversions, the
-    package's excludes) reads the base commit from ``objects`` (an object store the grader owns
+    package's excludes and the environment's, which can only leave files out) reads the base commit from ``objects`` (an object store the grader owns
     where it can, else the work copy's) and indexes the work tree from scratch. The total size of
     the changed files is checked before any patch text is made: above ``cap`` the script prints
     ``HA_PATCH_TOO_LARGE <bytes>`` on stderr and exits 3; an unreadable base exits 4.
@@ -197,6 +197,10 @@ def diff_script(base: str, objects: str, cap: int = PATCH_CAP_BYTES) -> str:
         f"printf '%s\\n' {q(objects)} > \"$GIT_DIR/objects/info/alternates\"; "
         f"printf {q(_DIFF_ATTRIBUTES)} > \"$GIT_DIR/info/attributes\"; "
         f"printf {q(excludes)} > \"$GIT_DIR/info/exclude\"; "
+        # The environment's own excludes (a linked node_modules, an official image's untracked .venv):
+        # they can only leave files out of the patch, so reading them from the work copy is safe.
+        "if [ -f .git/info/exclude ] && [ ! -L .git/info/exclude ] && [ ! -L .git ] && [ ! -L .git/info ]; then "
+        "head -c 1000000 .git/info/exclude >> \"$GIT_DIR/info/exclude\"; echo >> \"$GIT_DIR/info/exclude\"; fi; "
         "G='git -c core.bare=false -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false "
         "-c core.symlinks=true -c core.autocrlf=false -c core.safecrlf=false -c core.excludesFile=/dev/null "
         "-c core.attributesFile=/dev/null -c safe.directory=* -c diff.noprefix=false -c diff.mnemonicPrefix=false "
