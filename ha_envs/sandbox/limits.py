@@ -109,16 +109,20 @@ class Limits:
             resource.setrlimit(resource.RLIMIT_NPROC, (self.max_pids, self.max_pids))
 
     def oom_kills(self) -> int:
-        """How many processes the memory limit has killed so far (0 when unknown)."""
-        for d in self.dirs:
-            for name in ("memory.oom_control", "memory.events"):
-                try:
-                    for line in (d / name).read_text().splitlines():
-                        k, _, v = line.partition(" ")
-                        if k == "oom_kill":
-                            return int(v)
-                except OSError:
-                    continue
+        """How many processes the memory limit has killed so far (0 when unknown). Read after every
+        command, so the file that holds the counter is found once and then read alone."""
+        files = [self._oom_file] if getattr(self, "_oom_file", None) else [
+            d / name for d in self.dirs for name in ("memory.oom_control", "memory.events")]
+        for f in files:
+            try:
+                text = f.read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                k, _, v = line.partition(" ")
+                if k == "oom_kill":
+                    self._oom_file = f
+                    return int(v)
         return 0
 
     def at_pid_limit(self) -> bool:
