@@ -23,6 +23,21 @@ from .loop import AgentLoop, LoopConfig, Trajectory
 from .policies import POLICIES, Policy, make_policy
 
 
+AGENT_PREFIXES = ("openai:", "replay:", "hf:")
+
+
+def check_agent_spec(spec: "str | Any") -> None:
+    """Fail fast, before any episode, on a model spec no episode could use (ValueError)."""
+    if not isinstance(spec, str) or spec in POLICIES:
+        return
+    if spec.startswith("openai:"):
+        parse_model_spec(spec)
+        return
+    if not spec.startswith(AGENT_PREFIXES):
+        raise ValueError(f"unknown model {spec!r}: use {', '.join(sorted(POLICIES))}, openai:NAME@URL, "
+                         "replay:FILE or hf:PATH")
+
+
 def make_agent(spec: str) -> LLMClient:
     """An agent by name: ``oracle`` / ``null`` (scripted policies), ``openai:NAME@URL``,
     ``replay:TRAJECTORIES.jsonl``, ``hf:PATH`` (a local transformers model)."""

@@ -23,7 +23,7 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.sandbox import prepare_snapshot
 from ha_envs.task import Task
 
-from .episode import TokenMode, error_record, run_episode
+from .episode import TokenMode, check_agent_spec, error_record, run_episode
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,7 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
     ``agent`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), so it can travel to
     Ray workers; each episode builds its own client."""
     spec = load_spec(harness)
+    check_agent_spec(agent)  # a wrong model name fails here, not as one masked record per episode
     if log is None:
         if out is None:
             raise ValueError("collect() needs out= (a directory) or log=")
