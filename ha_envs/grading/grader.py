@@ -37,7 +37,8 @@ from ..task import Task
 from .parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
-from .runners import Evidence, guards_for
+from .protect import test_dir_of
+from .runners import Evidence, changed_tests, guards_for
 
 GRADER_VERSION = "ha-grader/3"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
@@ -187,7 +188,7 @@ class Grader:
             report.log_tail = evidence.log[-4000:]
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
             decide(report, task, statuses)
-            reasons = [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
+            reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
             if reasons:
                 report.status, report.resolved = "tests_tampered", False
                 report.tampering = reasons
@@ -291,8 +292,12 @@ class Grader:
                 reports[guard.name] = run.report
         if files:
             _put(sandbox, gd, files)
+        hashing = _test_hashes_script(task)
+        before = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
-        evidence = Evidence(res.output, res.exit_code, res.timed_out)
+        after = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
+        evidence = Evidence(res.output, res.exit_code, res.timed_out, workdir=sandbox.workdir,
+                            tests_before=before, tests_after=after)
         for name, path in reports.items():
             # read through the shell (no helper process); a report is small, a huge one is not ours
             got = sandbox.run(f"cat -- {ansi_c_quote(path)} 2>/dev/null", timeout=60, head_bytes=16 << 20, tail_bytes=0)
@@ -346,6 +351,30 @@ def _applied_paths(output: str, patch: str) -> list[str]:
         for p in section_paths(section):
             paths.setdefault(p, None)
     return [p for p in paths if p and not unsafe_path(p)]
+
+
+_TEST_SOURCES = ("py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "rb", "php", "java")
+
+
+def _test_hashes_script(task: Task) -> str:
+    """sha256 of the hidden test files and the test sources of their test directories (run at the
+    grading copy's root; ``sha256sum`` lines)."""
+    roots = list(dict.fromkeys([*task.hidden_test_files,
+                                *(d for d in map(test_dir_of, task.hidden_test_files) if d is not None)]))
+    if not roots:
+        return "true"
+    names = " -o ".join(f"-name '*.{ext}'" for ext in _TEST_SOURCES)
+    return (f"find {' '.join(ansi_c_quote(r) for r in roots)} -type f ! -path '*/__pycache__/*' \( {names} \) "
+            "-print0 2>/dev/null | sort -zu | xargs -0 -r sha256sum -- 2>/dev/null; true")
+
+
+def _hashes(output: str) -> dict[str, str]:
+    out = {}
+    for line in output.splitlines():
+        digest, _, path = line.partition("  ")
+        if len(digest) == 64 and path:
+            out[path.removeprefix("./")] = digest
+    return out
 
 
 def _put(sandbox: Sandbox, directory: str, files: dict[str, bytes]) -> None:

@@ -60,6 +60,21 @@ class Evidence:
     timed_out: bool
     reports: dict[str, dict | None] = field(default_factory=dict)
     """guard name -> its parsed report, None when the file is missing or unreadable."""
+    workdir: str = ""
+    tests_before: dict[str, str] = field(default_factory=dict)
+    """Test source file (relative path) -> sha256 just before the run."""
+    tests_after: dict[str, str] = field(default_factory=dict)
+    """The same files just after it."""
+
+
+def changed_tests(ev: Evidence) -> list[str]:
+    """Why the run's tests were not the ones installed: test sources rewritten or removed while
+    the tests ran (by code under test), whatever the runner."""
+    changed = sorted(p for p, h in ev.tests_before.items() if ev.tests_after.get(p) != h)
+    if not changed:
+        return []
+    return [f"test files changed while the tests ran: {', '.join(changed[:5])}"
+            + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")]
 
 
 class Guard(Protocol):
@@ -139,6 +154,11 @@ class PytestGuard:
             got = by_id.get(t)
             if got is not None and got not in ("PASSED", "XPASS"):
                 reasons.append(f"the log says {t} PASSED; pytest recorded {got}")
+        prefix = ev.workdir.rstrip("/") + "/"
+        for path, digest in (rep.get("collected") or {}).items():
+            rel = path[len(prefix):] if path.startswith(prefix) else path
+            if rel in ev.tests_before and ev.tests_before[rel] != digest:
+                reasons.append(f"pytest collected {rel} with other contents than the grader installed")
         verified = [t for t in passes if t in by_id]
         if passes and not tests:
             reasons.append("the log reports passing tests, but pytest recorded no test at all")

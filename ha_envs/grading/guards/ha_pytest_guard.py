@@ -36,7 +36,7 @@ if _CONFIG_PATH:
     except OSError:
         pass
 _CHANGED = set(os.path.realpath(p) for p in _SETTINGS.get("changed", []))
-_STATE = {"config": None, "tests": {}, "cwd_ids": {}, "tampered": [], "counts": {}, "done": False}
+_STATE = {"config": None, "tests": {}, "cwd_ids": {}, "tampered": [], "counts": {}, "done": False, "collected": {}}
 _RANK = {"PASSED": 0, "XFAIL": 1, "XPASS": 1, "SKIPPED": 2, "FAILED": 3, "ERROR": 4}
 
 
@@ -215,6 +215,17 @@ class _Recorder(object):
     if _wrapper is not None:
         pytest_runtest_makereport = _wrapper(_makereport)
 
+    def pytest_collection_finish(self, session):
+        """The bytes of every collected test module as pytest had them: a test file rewritten by
+        code that ran before collection (the package under test, imported by a conftest) shows."""
+        import hashlib
+
+        for item in getattr(session, "items", []):
+            path = str(getattr(item, "path", None) or getattr(item, "fspath", "") or "")
+            if path and path not in _STATE["collected"] and os.path.isfile(path):
+                with open(path, "rb") as f:
+                    _STATE["collected"][path] = hashlib.sha256(f.read()).hexdigest()
+
     def pytest_sessionfinish(self, session, exitstatus):
         _finish(self.config, exitstatus)
 
@@ -243,7 +254,8 @@ def _finish(config, exitstatus):
     except Exception as exc:  # noqa: BLE001 - a broken check is itself suspicious
         _flag("the integrity check failed: %r" % (exc,))
     report = {"version": 1, "tests": _STATE["tests"], "cwd_ids": _STATE["cwd_ids"], "counts": _STATE["counts"],
-              "exitstatus": int(exitstatus), "tampered": _STATE["tampered"], "pid": os.getpid()}
+              "exitstatus": int(exitstatus), "tampered": _STATE["tampered"], "pid": os.getpid(),
+              "collected": _STATE["collected"]}
     path = _SETTINGS.get("report")
     if not path:
         return
