@@ -135,22 +135,17 @@ def _retune(hook: str, key: str, scale: float) -> Callable[[HarnessSpec], Harnes
     return apply
 
 
-def _when(field_name: str, threshold: float, text: str) -> Callable[[TrajectoryStats], str | None]:
+def _when(field_name: str, threshold: float, text: str, below: bool = False) -> Callable[[TrajectoryStats], str | None]:
+    """Evidence that holds when the statistic is at least ``threshold`` (``below``: under it)."""
     def why(st: TrajectoryStats) -> str | None:
         value = getattr(st, field_name)
-        return text.format(v=value) if value >= threshold else None
-    return why
-
-
-def _below(field_name: str, threshold: float, text: str) -> Callable[[TrajectoryStats], str | None]:
-    def why(st: TrajectoryStats) -> str | None:
-        value = getattr(st, field_name)
-        return text.format(v=value) if value < threshold else None
+        return text.format(v=value) if (value < threshold) == below else None
     return why
 
 
 RULES: tuple[Mutation, ...] = (
-    Mutation(_below("test_runs_per_traj", 1.0, "only {v:.2f} test runs per trajectory: add a test runner and a quick check"),
+    Mutation(_when("test_runs_per_traj", 1.0, "only {v:.2f} test runs per trajectory: add a test runner and a quick check",
+                   below=True),
              _add_tools("run_tests", "run_check")),
     Mutation(_when("untested_submits", 0.3, "{v:.0%} of submissions came with no test after the last edit: gate them"),
              _add_hook("submit_gate")),

@@ -13,6 +13,7 @@ the paper), and ``openhands`` (a hand-designed baseline modelled on OpenHands' C
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
@@ -48,16 +49,22 @@ class Component:
         return {"name": self.name, "params": dict(self.params)} if self.params else self.name
 
     def definition(self, kind: str) -> dict[str, Any]:
-        """The validated definition of a data-only component, defaults filled in."""
+        """The validated definition of a data-only component, defaults filled in (checked once per
+        content: the spec's hash needs it, and a script's syntax check starts ``bash -n``)."""
         assert self.define is not None
-        check = check_script_tool if kind == "tool" else check_rule_hook
-        try:
-            return check(self.name, self.define, TOOLS if kind == "tool" else HOOKS)
-        except CustomComponentError as exc:
-            raise HarnessSpecError(str(exc)) from None
+        return json.loads(_checked_definition(kind, self.name, json.dumps(self.define, sort_keys=True)))
 
 
 DEFINE_KEY = {"tool": "script", "hook": "rule"}
+
+
+@functools.lru_cache(maxsize=256)
+def _checked_definition(kind: str, name: str, blob: str) -> str:
+    check = check_script_tool if kind == "tool" else check_rule_hook
+    try:
+        return json.dumps(check(name, json.loads(blob), TOOLS if kind == "tool" else HOOKS))
+    except CustomComponentError as exc:
+        raise HarnessSpecError(str(exc)) from None
 
 
 @dataclass(frozen=True)

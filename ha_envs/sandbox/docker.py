@@ -25,6 +25,7 @@ import queue
 import shutil
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -34,8 +35,9 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from .base import PatchError, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, now_ticks
+from .reaper import pid_alive
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
-from .workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script
+from .workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script, parse_diff_result
 
 T = TypeVar("T")
 LABEL = "harnessadapt"
@@ -113,23 +115,13 @@ def reap_orphans(client: Any) -> int:
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         who = c.labels.get(f"{LABEL}.owner", "")
         h, _, pid = who.rpartition(":")
-        if h == host and pid.isdigit() and not _pid_alive(int(pid)):
+        if h == host and pid.isdigit() and not pid_alive(int(pid)):
             try:
                 c.remove(force=True)
                 removed += 1
             except Exception:  # noqa: BLE001 - already gone
                 pass
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ContainerPool:
@@ -219,6 +211,8 @@ class DockerSandbox:
         self.mounts = dict(mounts or {})
         self.snapshot = snapshot
         self.closed = False
+        self._disk: DiskWatch | None = None
+        self._disk_container: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -372,7 +366,7 @@ class DockerSandbox:
     def _disk_watch(self) -> DiskWatch | None:
         """The work copy's quota, triggered by the free space of the daemon's storage when this
         process can see it (a local daemon), measured with ``du`` inside the container."""
-        if getattr(self, "_disk", None) is None or self._disk_container is not self.container:
+        if self._disk is None or self._disk_container is not self.container:
             root = "/var/lib/docker"
             if not os.path.isdir(root):
                 return None
@@ -462,15 +456,13 @@ class DockerSandbox:
     def base_commit(self) -> str:
         if self.snapshot is None:
             _ = self.image  # resolving the image finds the snapshot
-        return self.snapshot.base_commit if self.snapshot is not None else "HEAD"
+        return self.snapshot.base_commit
 
     def diff(self) -> str:
         """The agent's changes against the base commit (see the protocol), computed in the
         container under its limits. The base is read from the work copy's object store; when the
         agent destroyed it, the work tree is copied into a fresh container of the same image and
         diffed there against the pristine one."""
-        from .local import parse_diff_result
-
         cap = self.config.patch_bytes
         rc, out, err = self._exec_split(diff_script(self.base_commit, f"{self.workdir}/.git/objects", cap))
         if rc == DIFF_NO_BASE:
@@ -478,8 +470,6 @@ class DockerSandbox:
         return parse_diff_result(rc, out, err, cap)
 
     def _diff_in_fresh_container(self) -> str:
-        from .local import parse_diff_result
-
         fresh = DockerSandbox(self.task, DockerSandboxConfig(**{**self.config.__dict__, "warm": 0}),
                               image=self.image, snapshot=self.snapshot)
         try:
@@ -488,8 +478,6 @@ class DockerSandbox:
                                   "-exec rm -rf {} +")
             if rc != 0:
                 raise SandboxError(f"cannot empty the fresh work copy: {out.decode(errors='replace')[-300:]}")
-            import tempfile
-
             with tempfile.TemporaryFile() as tar:
                 self._export_tree(tar)
                 tar.seek(0)
@@ -507,7 +495,7 @@ class DockerSandbox:
         """The work tree (its ``.git`` left out) as a tar in ``dest``; over the disk quota it is
         the agent's doing (``diff_failed``)."""
         stream, _ = retrying(lambda: self.container.get_archive(self.workdir))
-        raw = tempfile_spool()
+        raw = tempfile.SpooledTemporaryFile(max_size=64 << 20)
         total = 0
         for chunk in stream:
             total += len(chunk)
@@ -525,11 +513,6 @@ class DockerSandbox:
                     continue
                 out.addfile(member, src.extractfile(member) if member.isfile() else None)
 
-
-def tempfile_spool() -> Any:
-    import tempfile
-
-    return tempfile.SpooledTemporaryFile(max_size=64 << 20)
 
 
 def docker_available() -> bool:

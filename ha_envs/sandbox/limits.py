@@ -51,6 +51,7 @@ class Limits:
         # the owner's pid in the name: reaper.py removes a killed run's cgroups
         self.name = f"harnessadapt-{os.getpid()}-{session_id_hint or uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
+        self._oom_file: Path | None = None
         self.procs_file: Path | None = None
         self.pids_current: Path | None = None
         self._setup_cgroups()
@@ -109,9 +110,9 @@ class Limits:
             resource.setrlimit(resource.RLIMIT_NPROC, (self.max_pids, self.max_pids))
 
     def oom_kills(self) -> int:
-        """How many processes the memory limit has killed so far (0 when unknown). Read after every
-        command, so the file that holds the counter is found once and then read alone."""
-        files = [self._oom_file] if getattr(self, "_oom_file", None) else [
+        """How many processes the memory limit has killed so far (0 when unknown); the file that
+        holds the counter is found once and then read alone."""
+        files = [self._oom_file] if self._oom_file is not None else [
             d / name for d in self.dirs for name in ("memory.oom_control", "memory.events")]
         for f in files:
             try:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
-from .base import PatchError, RunResult, SandboxError, nul_result
+from .base import RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .reaper import owned_prefix, reap_once
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
-from .workcopy import (DIFF_NO_BASE, DIFF_TOO_LARGE, PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy,
+from .workcopy import (PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy, parse_diff_result,
                        prepare_snapshot, reset_in_place)
 
 log = logging.getLogger(__name__)
@@ -381,6 +381,8 @@ class LocalSandbox:
                 out, err = proc.communicate(stdin, timeout=timeout)
                 return proc.returncode, out, err
             except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)  # its own session: the helper and all it started
+                proc.communicate()
                 return 124, b"", f"timed out after {timeout:g}s".encode()
         except OSError as exc:
             raise SandboxError(f"cannot run a sandbox helper command: {exc}") from exc
@@ -418,19 +420,3 @@ class LocalSandbox:
                              self.config.patch_bytes)
         rc, out, err = self._oneoff(script, timeout=300, binds=binds)
         return parse_diff_result(rc, out, err, self.config.patch_bytes)
-
-
-def parse_diff_result(rc: int, out: bytes, err: bytes, cap: int) -> str:
-    """The patch text of a :func:`diff_script` run, or the typed reason there is none."""
-    text = err.decode(errors="replace").strip()
-    if rc == DIFF_TOO_LARGE or len(out) > 4 * cap:
-        size = text.split()[-1] if rc == DIFF_TOO_LARGE and text else str(len(out))
-        raise PatchError("patch_too_large", f"the change is too large to grade ({size} bytes of changed files; "
-                                            f"the cap is {cap} bytes)")
-    if rc == DIFF_NO_BASE:
-        raise SandboxError("the base commit is not readable in the grader's object store")
-    if rc == 124:
-        raise PatchError("diff_failed", "computing the patch timed out (too many or too large files in the work copy)")
-    if rc != 0:
-        raise PatchError("diff_failed", f"git could not diff the work copy: {text[-500:]}")
-    return out.decode("utf-8", errors="surrogateescape")

@@ -26,7 +26,8 @@ def owned_prefix(kind: str) -> str:
     return f"{kind}-{os.getpid()}-"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host with that pid exists (one we may not signal counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -60,7 +61,7 @@ def reap(tmp: str | None = None) -> dict[str, int]:
         entries = []
     for entry in entries:
         m = _OWNED.match(entry.name)
-        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))) and entry.is_dir() \
+        if m and int(m.group(1)) != os.getpid() and not pid_alive(int(m.group(1))) and entry.is_dir() \
                 and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
             removed["dirs"] += 1
@@ -71,7 +72,7 @@ def reap(tmp: str | None = None) -> dict[str, int]:
             continue
         for cg in children:
             m = _CGROUP.match(cg.name)
-            if not m or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+            if not m or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
                 continue
             try:
                 for pid in (cg / "cgroup.procs").read_text().split():

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..task import Task, TaskError
+from .base import PatchError, SandboxError
 from .shell import ansi_c_quote
 
 log = logging.getLogger(__name__)
@@ -214,6 +215,22 @@ def diff_script(base: str, objects: str, cap: int = PATCH_CAP_BYTES) -> str:
         f"$G diff --cached --binary --no-color --no-ext-diff --no-textconv --no-renames --src-prefix=a/ "
         f"--dst-prefix=b/ {base} | head -c {4 * cap + 1}"
     )
+
+
+def parse_diff_result(rc: int, out: bytes, err: bytes, cap: int) -> str:
+    """The patch text of a :func:`diff_script` run, or the typed reason there is none."""
+    text = err.decode(errors="replace").strip()
+    if rc == DIFF_TOO_LARGE or len(out) > 4 * cap:
+        size = text.split()[-1] if rc == DIFF_TOO_LARGE and text else str(len(out))
+        raise PatchError("patch_too_large", f"the change is too large to grade ({size} bytes of changed files; "
+                                            f"the cap is {cap} bytes)")
+    if rc == DIFF_NO_BASE:
+        raise SandboxError("the base commit is not readable in the grader's object store")
+    if rc == 124:
+        raise PatchError("diff_failed", "computing the patch timed out (too many or too large files in the work copy)")
+    if rc != 0:
+        raise PatchError("diff_failed", f"git could not diff the work copy: {text[-500:]}")
+    return out.decode("utf-8", errors="surrogateescape")
 
 
 def make_work_copy(snapshot: Snapshot, dest: Path) -> None:

@@ -88,3 +88,17 @@ class Canary:
 @pytest.fixture
 def canary(tmp_path_factory) -> Canary:
     return Canary(Path(tmp_path_factory.mktemp("host")))
+
+
+@pytest.fixture(params=["local", "docker"])
+def kind(request) -> str:
+    """Each sandbox in turn; a missing bubblewrap or daemon fails in CI and skips elsewhere."""
+    if request.param == "docker":
+        from .test_real_envs import require_docker
+
+        require_docker()
+    else:
+        from ..conftest import require_bwrap
+
+        require_bwrap()
+    return request.param

@@ -14,22 +14,9 @@ import ha_envs
 from ha_envs import EpisodeOverError
 
 from .abuse_helpers import (BROKEN, FORCE_PASS_HOOK, TASK, assert_no_reward, bash, canary, control_test,  # noqa: F401
-                            episode, write)
+                            episode, kind, write)
 
 pytestmark = pytest.mark.abuse
-
-
-@pytest.fixture(params=["local", "docker"])
-def kind(request):
-    if request.param == "docker":
-        from .test_real_envs import require_docker
-
-        require_docker()
-    else:
-        from ..conftest import require_bwrap
-
-        require_bwrap()
-    return request.param
 
 
 def taken_from_base(grade: dict) -> list[str]:

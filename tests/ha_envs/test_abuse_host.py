@@ -15,7 +15,7 @@ from ha_envs.grading import Grader
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import LocalSandbox, LocalSandboxConfig
 
-from .abuse_helpers import TASK, Canary, assert_no_reward, bash, canary, episode  # noqa: F401
+from .abuse_helpers import TASK, Canary, assert_no_reward, bash, canary, episode, kind  # noqa: F401
 
 pytestmark = pytest.mark.abuse
 
@@ -23,19 +23,6 @@ pytestmark = pytest.mark.abuse
 @pytest.fixture(scope="module")
 def task():
     return next(t for t in load_suite("mini") if t.instance_id == TASK)
-
-
-@pytest.fixture(params=["local", "docker"])
-def kind(request):
-    if request.param == "docker":
-        from .test_real_envs import require_docker
-
-        require_docker()
-    else:
-        from ..conftest import require_bwrap
-
-        require_bwrap()
-    return request.param
 
 
 # -- 4. the grader never follows the agent's symlinks on the host --------------------------------
