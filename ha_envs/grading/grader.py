@@ -364,7 +364,7 @@ def _test_hashes_script(task: Task) -> str:
     if not roots:
         return "true"
     names = " -o ".join(f"-name '*.{ext}'" for ext in _TEST_SOURCES)
-    return (f"find {' '.join(ansi_c_quote(r) for r in roots)} -type f ! -path '*/__pycache__/*' \( {names} \) "
+    return (f"find {' '.join(ansi_c_quote(r) for r in roots)} -type f ! -path '*/__pycache__/*' \\( {names} \\) "
             "-print0 2>/dev/null | sort -zu | xargs -0 -r sha256sum -- 2>/dev/null; true")
 
 
