@@ -7,9 +7,16 @@ new messages, not to the conversation. Each template also carries the equivalent
 Hugging Face ``tokenizer_config.json`` would, so tests can check that prompt + completions + deltas
 equal one full render of the final conversation.
 
-Two templates: ``chatml`` (Qwen2.5-style: tools in the system turn, tool results inside a ``user``
-turn as ``<tool_response>`` blocks, consecutive results grouped) and ``hermes`` (Hermes-2-Pro-style:
-each tool result its own ``tool`` turn).
+Two built-in templates: ``chatml`` (Qwen2.5-style: tools in the system turn, tool results inside a
+``user`` turn as ``<tool_response>`` blocks, consecutive results grouped) and ``hermes``
+(Hermes-2-Pro-style: each tool result its own ``tool`` turn).
+
+``ModelTemplate`` renders with **the model's own chat template** (a Hugging Face tokenizer's
+``apply_chat_template``), so a Qwen, Llama or GLM policy is trained on the prompts its template
+produces. It is made incremental the way verl does it, rendering only the new messages against a
+fixed rendered prefix, and exact where verl is not: the text the template puts after an assistant
+turn's end-of-turn token (Qwen's ``"\n"``) is kept, so prompt + completions + deltas equal one full
+render of the final conversation (tests check it for a Qwen-style and a Llama-style template).
 """
 
 from __future__ import annotations
@@ -62,7 +69,7 @@ class ChatTemplate:
             out = IM_START + "system\n" + system + IM_END + "\n"
         return out + self._messages(rest) + IM_START + "assistant\n"
 
-    def delta(self, messages: list[dict[str, Any]], closed: bool) -> str:
+    def delta(self, messages: list[dict[str, Any]], closed: bool, tools: list[dict[str, Any]] | None = None) -> str:
         """What follows a completion: its end (when the model did not emit ``eos``), the new
         messages, the next generation prompt."""
         return ("" if closed else self.eos) + "\n" + self._messages(messages) + IM_START + "assistant\n"
@@ -123,3 +130,99 @@ HERMES = ChatTemplate("hermes", _HEADER + (
 ), tool_role="tool")
 
 TEMPLATES = {"chatml": CHATML, "hermes": HERMES}
+
+
+def template_view(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as a chat template sees them: role, content, tool calls (arguments as objects, as
+    Hugging Face templates expect) and the tool-call id / name of tool results; our provenance
+    fields dropped."""
+    out = []
+    for m in messages:
+        v: dict[str, Any] = {"role": m["role"], "content": m.get("content") or ""}
+        if m.get("tool_calls"):
+            calls = []
+            for tc in m["tool_calls"]:
+                fn = dict(tc.get("function") or {})
+                if isinstance(fn.get("arguments"), str):
+                    try:
+                        fn["arguments"] = json.loads(fn["arguments"])
+                    except json.JSONDecodeError:
+                        pass
+                calls.append({"type": "function", "id": tc.get("id", ""), "function": fn})
+            v["tool_calls"] = calls
+        for k in ("tool_call_id", "name"):
+            if m.get(k):
+                v[k] = m[k]
+        out.append(v)
+    return out
+
+
+class TemplateError(ValueError):
+    """The chat template cannot be rendered incrementally (or at all) for this conversation."""
+
+
+_SENTINEL = "\u2063HA-SENTINEL\u2063"
+_BASE = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+
+
+class ModelTemplate:
+    """A Hugging Face tokenizer's own chat template, rendered incrementally.
+
+    - ``prompt``: one full ``apply_chat_template`` of the first messages;
+    - ``delta(new, closed)``: ``base + [assistant(S)] + new`` rendered, minus the render of
+      ``base + [assistant(S)]`` (a fixed prefix, cached per tool list), preceded by what the template
+      writes after an assistant turn (``close``) less the end-of-turn token the model already
+      produced. A template that rewrites earlier turns when new ones come is refused
+      (``TemplateError``) rather than trained on silently different prompts.
+    - ``eos``: the template's end-of-turn token, read from the template itself (the first special
+      token after an assistant message), unless given.
+    """
+
+    def __init__(self, tokenizer: Any, eos: str | None = None, name: str | None = None) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise TemplateError(f"{getattr(tokenizer, 'name_or_path', 'the tokenizer')} has no chat template; "
+                                "pass one of the built-in templates (chatml, hermes)")
+        self.tokenizer = tokenizer
+        self.name = name or f"model:{getattr(tokenizer, 'name_or_path', '') or 'tokenizer'}"
+        self._prefix: dict[str, tuple[str, str]] = {}
+        close = self._prefix_for(None)[1]
+        if eos is None:
+            specials = sorted(set(getattr(tokenizer, "all_special_tokens", [])) | set(
+                getattr(tokenizer, "get_added_vocab", dict)().keys()), key=len, reverse=True)
+            hits = [(close.find(t), t) for t in specials if t and t in close]
+            if not hits:
+                raise TemplateError(f"{self.name}: no special token ends an assistant turn (after it: {close!r}); "
+                                    "pass eos= explicitly")
+            eos = min(hits)[1]
+        self.eos = eos
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               add_generation_prompt: bool = True) -> str:
+        try:
+            return self.tokenizer.apply_chat_template(template_view(messages), tools=tools or None, tokenize=False,
+                                                      add_generation_prompt=add_generation_prompt)
+        except Exception as exc:  # jinja errors, raise_exception() in the template
+            raise TemplateError(f"{self.name}: the chat template failed: {type(exc).__name__}: {exc}") from exc
+
+    def _prefix_for(self, tools: list[dict[str, Any]] | None) -> tuple[str, str]:
+        key = json.dumps(tools, sort_keys=True) if tools else ""
+        if key not in self._prefix:
+            text = self.render(_BASE + [{"role": "assistant", "content": _SENTINEL}], tools, add_generation_prompt=False)
+            at = text.rfind(_SENTINEL)
+            if at < 0:
+                raise TemplateError(f"{self.name}: the template drops assistant content")
+            self._prefix[key] = (text, text[at + len(_SENTINEL):])
+        return self._prefix[key]
+
+    def prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        return self.render(messages, tools, add_generation_prompt=True)
+
+    def delta(self, messages: list[dict[str, Any]], closed: bool, tools: list[dict[str, Any]] | None = None) -> str:
+        prefix, close = self._prefix_for(tools)
+        full = self.render(_BASE + [{"role": "assistant", "content": _SENTINEL}] + list(messages), tools)
+        if not full.startswith(prefix):
+            raise TemplateError(f"{self.name}: rendering new messages changes earlier turns; this template cannot "
+                                "be made token-faithful incrementally")
+        if closed:
+            close = close[close.index(self.eos) + len(self.eos):] if self.eos in close else close
+        return close + full[len(prefix):]

@@ -18,7 +18,8 @@ from ha_envs.task import Task
 from .llm.base import LLMClient
 from .llm.openai_http import OpenAIClient, parse_model_spec
 from .llm.scripted import PolicyClient, ReplayClient
-from .chat_template import TEMPLATES
+from .chat_template import TEMPLATES, ModelTemplate
+from .tokens import load_tokenizer
 from .loop import AgentLoop, LoopConfig, Trajectory
 from .policies import POLICIES, Policy, make_policy
 
@@ -56,30 +57,40 @@ def make_agent(spec: str) -> LLMClient:
 
 @dataclass(frozen=True)
 class TokenMode:
-    """Run the AgentLoop token-faithfully: a chat template by name and a tokenizer file
-    (``tokenizer.json``, or a model directory holding one). Plain data, so it travels to Ray workers."""
+    """Run the AgentLoop token-faithfully: a chat template and a tokenizer (a model directory, or a
+    ``tokenizer.json``). ``template``: ``auto`` (the model's own chat template when the directory has
+    one, else ``chatml``), ``model`` (the model's own, required), or a built-in (``chatml``,
+    ``hermes``). Plain data, so it travels to Ray workers."""
 
-    template: str = "chatml"
+    template: str = "auto"
     tokenizer: str = ""
     context_tokens: int = 65536
+    max_new_tokens: int | None = None
+
+    def resolve(self) -> tuple[Any, Any]:
+        """(template, tokenizer), loaded once per process."""
+        return _resolve(self.template, str(Path(self.tokenizer).resolve()))
 
     def loop(self, client: LLMClient, max_turns: int) -> AgentLoop:
-        if self.template not in TEMPLATES:
-            raise ValueError(f"unknown chat template {self.template!r}; available: {', '.join(TEMPLATES)}")
-        path = Path(self.tokenizer)
-        path = path / "tokenizer.json" if path.is_dir() else path
-        if not path.is_file():
-            raise ValueError(f"no tokenizer file at {path}")
-        return AgentLoop(client, TEMPLATES[self.template], _load_tokenizer(str(path.resolve())),
-                         LoopConfig(max_turns=max_turns, context_tokens=self.context_tokens))
+        template, tok = self.resolve()
+        return AgentLoop(client, template, tok, LoopConfig(max_turns=max_turns, context_tokens=self.context_tokens,
+                                                           max_new_tokens=self.max_new_tokens))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_tokenizer(path: str) -> Any:
-    """One load per tokenizer file and process, not one per episode (``encode`` is thread-safe)."""
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(path)
+def _resolve(template: str, tokenizer: str) -> tuple[Any, Any]:
+    if template not in TEMPLATES and template not in ("auto", "model"):
+        raise ValueError(f"unknown chat template {template!r}; use auto, model, {', '.join(TEMPLATES)}")
+    if not Path(tokenizer).exists():
+        raise ValueError(f"no tokenizer at {tokenizer}")
+    tok = load_tokenizer(tokenizer)
+    own = bool(getattr(tok, "chat_template", None))
+    if template == "model" and not own:
+        raise ValueError(f"{tokenizer} has no chat template of its own (a model directory with tokenizer_config.json "
+                         "and transformers installed); pass --template chatml or hermes")
+    if template in ("model", "auto") and own:
+        return ModelTemplate(tok), tok
+    return TEMPLATES["chatml" if template == "auto" else template], tok
 
 
 def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",

@@ -2,12 +2,17 @@
 
 Two modes:
 
-- **Token mode** (a ``ChatTemplate`` and a ``tokenizers.Tokenizer`` are given): the first prompt is
-  rendered and tokenised once (loss mask 0); each turn the model continues the exact prompt ids,
-  its generated ids are appended as they came (mask 1, with their logprobs), and only the
-  observation delta is rendered and tokenised (mask 0). What the model produced is never
-  re-tokenised: a completion without token ids ends token tracking for the episode
-  (``trajectory.token_error`` says why) instead of guessing them.
+- **Token mode** (a template, built-in ``ChatTemplate`` or the model's own ``ModelTemplate``, and a
+  tokenizer, ``tokenizers.Tokenizer`` or Hugging Face): the first prompt is rendered and tokenised
+  once (loss mask 0); each turn the model continues the exact prompt ids, its generated ids are
+  appended as they came (mask 1, with their logprobs), and only the observation delta is rendered
+  and tokenised (mask 0). Every call asks for ids and logprobs and goes to the same (token-prompt)
+  endpoint for the whole episode. A completion that comes back without ids is appended re-encoded
+  with **mask 0** (never trained on) and ``trajectory.token_error`` says so; the episode goes on and
+  is graded, and trainers drop such records.
+- Each call's ``max_tokens`` is at most the context left, so a long episode ends ``context_limit``
+  (graded) instead of a server error; ``seed`` (from the episode seed and the turn) makes sampling
+  reproducible per episode and turn and different across a group's members.
 - **Chat mode** (no template): the backend renders the conversation (hosted APIs); the trajectory
   keeps the messages and any per-turn ids the server returned.
 
@@ -27,8 +32,9 @@ import gymnasium as gym
 from ha_envs.env import RepairEnv
 from ha_envs.task import Task
 
-from .chat_template import ChatTemplate
-from .llm.base import Completion, LLMClient, LLMError
+from .chat_template import ChatTemplate, ModelTemplate
+from .llm.base import Completion, LLMClient, LLMError, call_options
+from .tokens import as_codec
 
 
 @dataclass
@@ -37,6 +43,8 @@ class LoopConfig:
     """Turn cap (the env's harness limit applies too; the smaller wins)."""
     context_tokens: int = 65536
     """Token budget of the whole conversation in token mode."""
+    max_new_tokens: int | None = None
+    """Cap per model call (token mode: also never more than the context left)."""
 
 
 @dataclass
@@ -64,15 +72,17 @@ class Trajectory:
 
 
 class AgentLoop:
-    def __init__(self, client: LLMClient, template: ChatTemplate | None = None, tokenizer: Any = None,
+    def __init__(self, client: LLMClient, template: "ChatTemplate | ModelTemplate | None" = None, tokenizer: Any = None,
                  config: LoopConfig | None = None) -> None:
         if (template is None) != (tokenizer is None):
             raise ValueError("token mode needs both a chat template and a tokenizer")
         self.client = client
         self.template = template
         self.tokenizer = tokenizer
+        self.codec = as_codec(tokenizer) if tokenizer is not None else None
         self.config = config or LoopConfig()
-        self._eos_id = tokenizer.token_to_id(template.eos) if tokenizer is not None and template is not None else None
+        self._options = call_options(client)
+        self._eos_id = self.codec.token_to_id(template.eos) if self.codec is not None and template is not None else None
         if tokenizer is not None and self._eos_id is None:
             raise ValueError(f"the tokenizer has no token for the template's end of turn {template.eos!r}")
 
@@ -81,7 +91,7 @@ class AgentLoop:
         return self.template is not None
 
     def _encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return self.codec.encode(text)
 
     def _append(self, traj: Trajectory, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
         traj.token_ids.extend(ids)
@@ -113,14 +123,21 @@ class AgentLoop:
                 obs, reward, term, trunc, info = base.end("max_turns")
                 traj.messages.extend(obs)
                 break
-            if tracking and len(traj.token_ids) >= self.config.context_tokens:
+            left = self.config.context_tokens - len(traj.token_ids)
+            if tracking and left <= 0:
                 obs, reward, term, trunc, info = base.end("context_limit")
                 traj.messages.extend(obs)
                 break
+            kw: dict[str, Any] = {}
+            if "max_tokens" in self._options and (tracking or self.config.max_new_tokens):
+                cap = self.config.max_new_tokens
+                kw["max_tokens"] = min(cap, left) if tracking and cap else (left if tracking else cap)
+            if "seed" in self._options and seed is not None:
+                kw["seed"] = (int(seed) * 1_000_003 + turns) % (2 ** 31)
             t1 = time.monotonic()
             try:
                 comp: Completion = self.client.complete(traj.messages, tools,
-                                                        prompt_ids=list(traj.token_ids) if tracking else None)
+                                                        prompt_ids=list(traj.token_ids) if tracking else None, **kw)
             except LLMError as exc:
                 obs, reward, term, trunc, info = base.abort(str(exc), reason="model_error")
                 traj.messages.extend(obs)
@@ -135,23 +152,26 @@ class AgentLoop:
             closed = False
             if tracking:
                 if comp.token_ids is None:
-                    tracking = False
-                    traj.token_error = (f"turn {turns}: the backend returned no token ids; token tracking stopped "
-                                        "(ids are never rebuilt by re-tokenising the model's text)")
+                    traj.token_error = traj.token_error or (
+                        f"turn {turns}: the backend returned no token ids; its text was re-encoded with loss mask 0 "
+                        "(ids are never guessed for training); serve with vLLM/SGLang return_token_ids")
+                    ids, mask, lps = self._encode(comp.text), 0, None
                 else:
-                    ids = list(comp.token_ids)
-                    closed = bool(ids) and ids[-1] == self._eos_id
-                    if not closed and comp.finish_reason == "stop":
-                        ids.append(self._eos_id)  # the backend dropped the stop token it generated
-                        closed = True
-                    self._append(traj, ids, 1, comp.logprobs)
+                    ids, mask, lps = list(comp.token_ids), 1, comp.logprobs
+                closed = bool(ids) and ids[-1] == self._eos_id
+                if not closed and comp.finish_reason in ("stop", "tool_calls"):
+                    ids.append(self._eos_id)  # the backend dropped the stop token it generated
+                    if lps is not None:
+                        lps = list(lps) + [None]
+                    closed = True
+                self._append(traj, ids, mask, lps)
             action = {k: v for k, v in comp.message.items() if k in ("content", "tool_calls", "finish_reason")}
             obs, reward, term, trunc, info = env.step(action)
             traj.messages.extend(obs)
             if term or trunc:
                 break
             if tracking:
-                self._append(traj, self._encode(self.template.delta(obs, closed)), 0)
+                self._append(traj, self._encode(self.template.delta(obs, closed, tools)), 0)
         traj.reward = float(reward)
         traj.termination = info.get("termination")
         traj.mask_sample = bool(info.get("mask_sample", False))

@@ -186,7 +186,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from ha_agents.episode import TokenMode
 
-    token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens) if args.tokenizer else None
+    token_mode = None
+    if args.tokenizer:
+        token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens, args.max_new_tokens)
+        template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
+        print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
     summary = evaluate(tasks, policy=args.model or args.policy or "oracle", harness=spec, runs=args.runs, out_dir=args.out,
                        token_mode=token_mode,
                        sandbox=args.sandbox, workers=args.workers, progress=progress, executor=args.executor,
@@ -334,8 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--tokenizer", default="", help="token mode: tokenizer.json (or a model dir); records ids, "
                    "loss mask and logprobs as the model produced them")
-    p.add_argument("--template", default="chatml", help="token mode: chat template (chatml, hermes)")
+    p.add_argument("--template", default="auto", help="token mode: auto (the model's own chat template when the "
+                   "tokenizer dir has one, else chatml), model, chatml, hermes")
     p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="token mode: cap per model call "
+                   "(never more than the context left)")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)
 

@@ -49,7 +49,22 @@ class LLMClient(Protocol):
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  prompt_ids: list[int] | None = None) -> Completion:
-        """One assistant turn."""
+        """One assistant turn. A client may also accept the keyword options ``max_tokens`` (a cap
+        for this call; the loop sends the context left) and ``seed`` (sampling seed of this call);
+        the loop sends only those its ``complete`` declares (``call_options``)."""
+
+
+def call_options(client: Any) -> frozenset[str]:
+    """Which optional per-call keywords (``max_tokens``, ``seed``) ``client.complete`` accepts."""
+    import inspect
+
+    try:
+        params = inspect.signature(client.complete).parameters
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return frozenset({"max_tokens", "seed"})
+    return frozenset(k for k in ("max_tokens", "seed") if k in params)
 
 
 def api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -55,17 +55,22 @@ class OpenAIClient:
         self.requests = 0
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 prompt_ids: list[int] | None = None) -> Completion:
+                 prompt_ids: list[int] | None = None, max_tokens: int | None = None,
+                 seed: int | None = None) -> Completion:
         c = self.config
         body: dict[str, Any] = {"model": c.model, "temperature": c.temperature, "top_p": c.top_p,
-                                "max_tokens": c.max_tokens, **c.extra_body}
-        if c.return_token_ids:
+                                "max_tokens": min(c.max_tokens, max_tokens) if max_tokens else c.max_tokens,
+                                **c.extra_body}
+        if seed is not None:
+            body["seed"] = seed
+        if c.return_token_ids or prompt_ids is not None:
             body["return_token_ids"] = True
         if prompt_ids is not None:
+            # token mode: the ids and logprobs of what the model generated are the training data,
+            # so they are always asked for (vLLM: return_token_ids, logprobs=1 gives the sampled one)
             path = "/completions"
             body["prompt"] = prompt_ids
-            if c.logprobs:
-                body["logprobs"] = 1
+            body["logprobs"] = 1
         else:
             path = "/chat/completions"
             body["messages"] = api_messages(messages)

@@ -39,7 +39,8 @@ class ScriptedClient:
         self.calls = 0
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 prompt_ids: list[int] | None = None) -> Completion:
+                 prompt_ids: list[int] | None = None, max_tokens: int | None = None,
+                 seed: int | None = None) -> Completion:
         i = self.calls
         self.calls += 1
         if i < len(self.responses):
@@ -54,6 +55,10 @@ class ScriptedClient:
             ids = self.tokenizer.encode(msg.get("content") or "", add_special_tokens=False).ids
             if self.eos_id is not None and msg.get("finish_reason", "stop") != "length":
                 ids.append(self.eos_id)
+            if max_tokens is not None and len(ids) > max_tokens:  # as a server cuts at max_tokens
+                ids = ids[:max_tokens]
+                text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
+                msg = {"role": "assistant", "content": text, "finish_reason": "length"}
         return Completion(message=msg, token_ids=ids, finish_reason=msg.get("finish_reason", "stop"))
 
 
@@ -98,7 +103,8 @@ class PolicyClient:
         self.policy.start(task, info)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                 prompt_ids: list[int] | None = None) -> Completion:
+                 prompt_ids: list[int] | None = None, max_tokens: int | None = None,
+                 seed: int | None = None) -> Completion:
         new = [m for m in messages[self._seen:] if m["role"] != "assistant"]
         self._seen = len(messages) + 1
         action = self.policy.act(new, self._info)
