@@ -95,7 +95,7 @@ def _resolve(template: str, tokenizer: str) -> tuple[Any, Any]:
 
 def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
                 sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
-                token_mode: TokenMode | None = None, skill: str | None = None) -> dict[str, Any]:
+                token_mode: TokenMode | None = None, skill: str | None = None, seed: int | None = None) -> dict[str, Any]:
     """One episode through the AgentLoop (token-faithful when ``token_mode`` is given); returns its
     trajectory record (never raises for a sandbox or model failure: those end masked). ``skill``:
     training-time guidance (evaluation never passes one)."""
@@ -112,7 +112,7 @@ def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | H
     env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
     try:
         try:
-            traj = loop.run(env, task, skill=skill)
+            traj = loop.run(env, task, seed=seed, skill=skill)
         except SandboxError as exc:
             traj = Trajectory(instance_id=task.instance_id, model=agent.name, harness=harness.name,
                               harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
@@ -166,6 +166,7 @@ def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: 
         "logprobs": traj.logprobs,
         "token_error": traj.token_error,
         "skill": traj.skill,
+        "seed": traj.seed,
         "duration_s": round(time.monotonic() - t0, 3),
         "grader_version": GRADER_VERSION,
         "dataset": task.metadata.get("dataset", f"suite:{task.benchmark}"),

@@ -1,6 +1,8 @@
 """GRPO bookkeeping shared by trainers and the evolution gate.
 
-- advantages: reward minus the group mean (std normalisation optional, off as in the paper);
+- advantages: reward minus the group mean (std normalisation optional, off as in the paper; the
+  std is the unbiased one, as verl's ``compute_grpo_outcome_advantage`` uses, and a one-member group
+  has advantage 0: no baseline, no signal; verl gives such a sample its raw score instead);
 - trainable rate: the share of sampled rollouts usable for an update. Truncated and masked
   rollouts are dropped; a group counts only if what remains holds both a success and a failure;
   the numerator is the remaining rollouts of such groups, the denominator **all** sampled rollouts
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from statistics import mean, pstdev
+from statistics import mean, stdev
 from typing import Iterable, Mapping
 
 
@@ -39,7 +41,7 @@ def group_advantages(rewards: list[float], normalize_std: bool = False, eps: flo
     m = mean(rewards)
     adv = [r - m for r in rewards]
     if normalize_std:
-        s = pstdev(rewards)
+        s = stdev(rewards) if len(rewards) > 1 else 1.0
         adv = [a / (s + eps) for a in adv]
     return adv
 

@@ -65,6 +65,7 @@ class Trajectory:
     mask_sample: bool = False
     info: dict[str, Any] = field(default_factory=dict)
     skill: str | None = None
+    seed: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class AgentLoop:
         obs, info = env.reset(seed=seed, options=options or None)
         base: RepairEnv = env.unwrapped  # type: ignore[assignment]
         traj = Trajectory(instance_id=info["instance_id"], model=self.client.name, harness=info.get("harness", ""),
-                          harness_hash=info.get("harness_hash", ""), skill=skill or None)
+                          harness_hash=info.get("harness_hash", ""), skill=skill or None, seed=seed)
         tools = info.get("tools") or []
         traj.messages.extend(obs)
         if hasattr(self.client, "start") and base.task is not None:

@@ -10,6 +10,7 @@ there. ``sample`` is the record's ``run`` field (1-based).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -67,11 +68,20 @@ class TrajectoryLog:
             self.records.append(record)
 
 
-def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox: str,
-             env_kwargs: dict[str, Any], token_mode: TokenMode | None = None, skill: str | None = None) -> dict[str, Any]:
+def episode_seed(seed: int, instance_id: str, sample: int) -> int:
+    """The sampling seed of one episode: stable across processes and reruns (not Python's salted
+    ``hash``), different for every task and sample."""
+    digest = hashlib.sha256(f"{seed}/{instance_id}/{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _episode(task: Task, sample: int, agent: Any, harness: HarnessSpec, sandbox: str,
+             env_kwargs: dict[str, Any], token_mode: TokenMode | None = None, skill: str | None = None,
+             seed: int | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     try:
-        record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode, skill)
+        record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode, skill,
+                             seed=None if seed is None else episode_seed(seed, task.instance_id, sample))
     except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
         log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
         record = error_record(task, agent, harness, exc, t0)
@@ -79,16 +89,22 @@ def _episode(task: Task, sample: int, agent: str, harness: HarnessSpec, sandbox:
     return record
 
 
-def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | HarnessSpec" = "h0",
+def collect(tasks: list[Task], group_size: int, agent: Any, harness: "str | HarnessSpec" = "h0",
             out: Path | str | None = None, log: TrajectoryLog | None = None, sandbox: str = "local",
             workers: int = 2, executor: str = "threads", env_kwargs: dict[str, Any] | None = None,
             on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
-            token_mode: TokenMode | None = None, skills: dict[str, str] | None = None) -> list[dict[str, Any]]:
+            token_mode: TokenMode | None = None, skills: dict[str, str] | None = None,
+            seed: int | None = None) -> list[dict[str, Any]]:
     """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
-    ``skills``: instance id -> a training-time skill every sample of that task sees.
+    ``skills``: instance id -> a training-time skill every sample of that task sees. ``seed``: each
+    episode samples with ``episode_seed(seed, instance_id, sample)`` (reproducible, and different
+    across a group's members); None leaves sampling to the client.
 
-    ``agent`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), so it can travel to
-    Ray workers; each episode builds its own client."""
+    ``agent`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), which can travel to
+    Ray workers (each episode builds its own client), or, with threads, a client object shared by
+    the episodes (the local trainer's in-process policy)."""
+    if not isinstance(agent, str) and executor != "threads":
+        raise ValueError("a client object can only run with executor='threads'; pass a model spec string for Ray")
     spec = load_spec(harness)
     check_agent_spec(agent)  # a wrong model name fails here, not as one masked record per episode
     if log is None:
@@ -115,11 +131,11 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
         if executor == "threads":
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
                 futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw, token_mode,
-                                       (skills or {}).get(t.instance_id)) for t, k in todo]
+                                       (skills or {}).get(t.instance_id), seed) for t, k in todo]
                 for fut in as_completed(futures):
                     finished(fut.result())
         elif executor == "ray":
-            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode, skills or {})
+            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode, skills or {}, seed)
         else:
             raise ValueError(f"unknown executor {executor!r}; use threads or ray")
     finally:
@@ -131,7 +147,7 @@ def collect(tasks: list[Task], group_size: int, agent: str, harness: "str | Harn
 
 def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sandbox: str, kw: dict[str, Any],
                  workers: int, finished: Callable[[dict[str, Any]], None], token_mode: TokenMode | None,
-                 skills: dict[str, str]) -> None:
+                 skills: dict[str, str], seed: int | None = None) -> None:
     """Ray tasks, at most ``workers`` in flight; connects to the cluster in RAY_ADDRESS or starts a
     local one. Records come back to this process, which alone writes the log."""
     import ray
@@ -146,7 +162,7 @@ def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sa
     while queue or pending:
         while queue and len(pending) < max(1, workers):
             t, k = queue.pop(0)
-            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode, skills.get(t.instance_id)))
+            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode, skills.get(t.instance_id), seed))
         ready, pending = ray.wait(pending, num_returns=1)
         finished(ray.get(ready[0]))
 

@@ -90,9 +90,9 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
 
 def _spec(ref: str):
-    from ha_envs.harness import load_spec
+    from ha_cli.train_cmd import resolve_harness
 
-    return load_spec(ref)
+    return resolve_harness(ref)
 
 
 def cmd_harness_list(args: argparse.Namespace) -> int:
@@ -302,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ha", description="harnessadapt: repair environments, harnesses, evaluation")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
+    from ha_cli.train_cmd import add_train_parser
+
 
     tasks = sub.add_parser("tasks", help="list and validate tasks").add_subparsers(dest="tasks_command", required=True)
     p = tasks.add_parser("list", help="list the tasks of a suite or file")
@@ -322,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-only", action="store_true", help="only the base image")
     p.set_defaults(func=cmd_images_build)
 
+    add_train_parser(sub, _add_source)
     p = sub.add_parser("eval", help="run a policy under a harness and report pass@1")
     _add_source(p)
     p.add_argument("--model", default=None,

@@ -7,7 +7,8 @@ def test_advantages_are_mean_centred_without_std():
     assert group_advantages([1, 0, 0, 1]) == [0.5, -0.5, -0.5, 0.5]
     assert group_advantages([1, 1, 1, 1]) == [0, 0, 0, 0]
     norm = group_advantages([1, 0], normalize_std=True)
-    assert norm[0] == pytest.approx(1.0, rel=1e-4) and norm[1] == pytest.approx(-1.0, rel=1e-4)
+    # the unbiased std, as verl (torch.std): [1, 0] has std 1/sqrt(2)
+    assert norm[0] == pytest.approx(0.5 ** 0.5, rel=1e-4) and norm[1] == pytest.approx(-(0.5 ** 0.5), rel=1e-4)
 
 
 def test_trainable_rate_counts_mixed_groups_over_all_rollouts():

@@ -1,0 +1,241 @@
+"""The training loop any ``Trainer`` plugs into.
+
+Per update: sample tasks (``TaskSampler``: shuffled epochs, no repeats within one) -> ``collect()``
+a group of ``group_size`` episodes per task with the trainer's current policy (seeded per update,
+task and sample) -> ``prepare_batch`` (the drop / mask policy of ``base.BatchPolicy``) ->
+``trainer.update`` -> metrics -> checkpoint. Everything lands in ``out``:
+
+- ``rollouts/update-NNNN/trajectories.jsonl``: every episode of the update (the rollout log);
+- ``metrics.jsonl``: one line per update: pass rate, trainable rate and the three group shares (from
+  ``grpo.rates``), mean reward, what the batch policy dropped, the trainer's metrics (loss, gradient
+  norm, tokens, clip fraction, rollout/trainer logprob mismatch), the time split (rollout, of which
+  grading, update), and the rollout ledger;
+- ``checkpoint/``: the trainer's state plus ``driver.json`` (next update, sampler state, ledger),
+  written to a temporary directory and renamed, so a killed run leaves the previous one whole;
+- ``training.png``: reward and trainable rate per update.
+
+``resume=True`` continues from ``checkpoint/``: the episodes of a half-done update that are already
+in its log are kept (they were sampled by the same weights with the same seeds) and the rest are run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any, Callable
+
+from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.task import Task
+
+from ..episode import TokenMode
+from ..grpo import Rollout, rates
+from ..rollouts import collect, episode_seed
+from .base import BatchPolicy, Trainer, prepare_batch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    updates: int = 10
+    tasks_per_update: int = 46
+    group_size: int = 4
+    harness: Any = "h0"
+    sandbox: str = "local"
+    workers: int = 2
+    seed: int = 0
+    batch: BatchPolicy = field(default_factory=BatchPolicy)
+    token_mode: TokenMode | None = None
+    """How episodes are tokenised; None: the trainer's own (``trainer.token_mode``)."""
+    save_every: int = 1
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+
+
+class TaskSampler:
+    """Tasks in shuffled epochs: each update takes the next ``n``; an epoch's order is a function
+    of (seed, epoch), so the state is two integers."""
+
+    def __init__(self, tasks: list[Task], seed: int = 0) -> None:
+        if not tasks:
+            raise ValueError("no tasks to train on")
+        self.tasks = sorted(tasks, key=lambda t: t.instance_id)
+        self.seed = seed
+        self.epoch = 0
+        self.pos = 0
+
+    def _order(self) -> list[Task]:
+        order = list(self.tasks)
+        random.Random(f"{self.seed}/{self.epoch}").shuffle(order)
+        return order
+
+    def next(self, n: int) -> list[Task]:
+        out: list[Task] = []
+        n = min(n, len(self.tasks))
+        while len(out) < n:
+            order = self._order()
+            taken = {t.instance_id for t in out}
+            for t in order[self.pos:]:
+                self.pos += 1
+                if t.instance_id not in taken:
+                    out.append(t)
+                    if len(out) == n:
+                        break
+            if self.pos >= len(order):
+                self.epoch += 1
+                self.pos = 0
+        return out
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "pos": self.pos, "seed": self.seed}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.pos, self.seed = int(state["epoch"]), int(state["pos"]), int(state["seed"])
+
+
+@dataclass
+class RolloutLedger:
+    """The paper's accounting of rollouts: ``preparation`` (building the task pool), ``comparison``
+    (harness evaluation for the evolution gate), ``training`` (the GRPO groups)."""
+
+    preparation: int = 0
+    comparison: int = 0
+    training: int = 0
+
+    def add(self, kind: str, n: int) -> None:
+        if kind not in ("preparation", "comparison", "training"):
+            raise ValueError(f"unknown rollout kind {kind!r}")
+        setattr(self, kind, getattr(self, kind) + int(n))
+
+    @property
+    def total(self) -> int:
+        return self.preparation + self.comparison + self.training
+
+
+def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | Path, resume: bool = False,
+          ledger: RolloutLedger | None = None,
+          on_update: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    spec: HarnessSpec = load_spec(config.harness)
+    token_mode = config.token_mode or getattr(trainer, "token_mode", None)
+    if callable(token_mode):
+        token_mode = token_mode()
+    if token_mode is None:
+        raise ValueError("training needs token mode: give TrainConfig.token_mode (template and tokenizer) or a "
+                         "trainer with a token_mode")
+    sampler = TaskSampler(tasks, config.seed)
+    ledger = ledger or RolloutLedger()
+    metrics_path = out / "metrics.jsonl"
+    ckpt = out / "checkpoint"
+    start = 1
+    if resume and (ckpt / "driver.json").is_file():
+        state = json.loads((ckpt / "driver.json").read_text())
+        trainer.load(ckpt)
+        sampler.load_state_dict(state["sampler"])
+        ledger = RolloutLedger(**state["ledger"])
+        start = int(state["next_update"])
+        _truncate_metrics(metrics_path, start)
+        log.info("resumed from %s at update %d", ckpt, start)
+    elif metrics_path.exists() and metrics_path.stat().st_size and not resume:
+        raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
+    elif resume:
+        log.warning("nothing to resume in %s; starting at update 1", out)
+    history = _read_metrics(metrics_path)
+    for u in range(start, config.updates + 1):
+        batch_tasks = sampler.next(config.tasks_per_update)
+        t0 = time.monotonic()
+        records = collect(batch_tasks, config.group_size, trainer.client(), spec, out=out / "rollouts" / f"update-{u:04d}",
+                          workers=config.workers, sandbox=config.sandbox, env_kwargs=config.env_kwargs,
+                          token_mode=token_mode, seed=episode_seed(config.seed, "update", u), progress_bar=config.progress)
+        rollout_s = time.monotonic() - t0
+        ledger.add("training", len(records))
+        report = rates([Rollout.from_record(r) for r in records])
+        batch = prepare_batch(records, config.batch)
+        t1 = time.monotonic()
+        upd = trainer.update(batch.samples) if batch.samples else {"skipped": 1.0}
+        update_s = time.monotonic() - t1
+        row = {"update": u, "tasks": len(batch_tasks), "rollouts": len(records),
+               "reward_mean": mean(float(r["reward"]) for r in records) if records else 0.0,
+               "pass_rate": report.pass_rate, "trainable_rate": report.trainable_rate,
+               "mixed_groups": report.mixed_groups, "all_success_groups": report.all_success_groups,
+               "all_failure_groups": report.all_failure_groups, "masked": report.masked,
+               "batch_samples": len(batch.samples), "dropped": batch.dropped,
+               **{k: v for k, v in upd.items()},
+               "rollout_s": round(rollout_s, 3),
+               "grading_s": round(sum(float((r.get("timings") or {}).get("grade_s", 0.0)) for r in records), 3),
+               "update_s": round(update_s, 3), "ledger": {**asdict(ledger), "total": ledger.total}}
+        _append(metrics_path, row)
+        history.append(row)
+        if u % max(1, config.save_every) == 0 or u == config.updates:
+            _save(trainer, ckpt, {"next_update": u + 1, "sampler": sampler.state_dict(), "ledger": asdict(ledger)})
+        if on_update:
+            on_update(row)
+    if history:
+        plot(history, out / "training.png")
+    return history
+
+
+def _save(trainer: Trainer, ckpt: Path, state: dict[str, Any]) -> None:
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    trainer.save(tmp)
+    (tmp / "driver.json").write_text(json.dumps(state, indent=1))
+    old = ckpt.with_name(ckpt.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if ckpt.exists():
+        ckpt.rename(old)
+    tmp.rename(ckpt)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut by a killed writer
+    return rows
+
+
+def _truncate_metrics(path: Path, next_update: int) -> None:
+    """Drop metric lines of updates the checkpoint does not include (written after it was saved)."""
+    rows = [r for r in _read_metrics(path) if int(r["update"]) < next_update]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def plot(history: list[dict[str, Any]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [r["update"] for r in history]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(xs, [r["reward_mean"] for r in history], marker="o", label="mean reward")
+    ax.plot(xs, [r["trainable_rate"] for r in history], marker="s", label="trainable rate")
+    ax.set_xlabel("update")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

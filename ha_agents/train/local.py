@@ -1,0 +1,280 @@
+"""The local trainer (``--backend local``): a ``transformers`` causal LM on CPU or one GPU, trained
+with our GRPO loss by a small torch loop.
+
+Why not TRL's ``GRPOTrainer`` (trl 1.16 was read and tried; see README "Training"): its public API
+recomputes the old-policy logprobs instead of taking the sampler's (the clipped ratio against the
+rollout logprobs needs a private method override), computes advantages itself from reward
+functions, and drives generation from its own prompt sampler in fixed-size consecutive groups,
+where our ``collect()`` owns the episodes and their sandboxes. What it would add beyond that is
+about fifteen lines of loss; the GRPO maths here stays ours and tested either way.
+
+- Rollouts use the weights being trained, in process (``client()`` wraps the same model object);
+  generation runs with dropout off, and so does the loss, so the recomputed logprobs match the
+  sampler's up to numerics (the mismatch is reported per update).
+- Update: ``mini_batches`` optimizer steps per update, each over its share of the samples, the
+  loss normalised over that mini-batch's mask-1 tokens (token-mean) across micro-batches. Micro-
+  batches are length-sorted and padded up to ``micro_batch_tokens``; only mask-1 positions go
+  through the LM head (``pack=False`` is the naive per-sample, full-vocabulary baseline kept for
+  ``benchmarks/bench_train.py``).
+- Checkpoints hold the model, the optimizer, the step and every RNG state.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..llm.base import LLMError
+from .base import Sample
+from .losses import LossConfig, get_loss
+
+
+@dataclass
+class LocalConfig:
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    mini_batches: int = 1
+    micro_batch_tokens: int = 16384
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts, and the one the trainer's logprobs are computed at."""
+    max_new_tokens: int = 512
+    context_tokens: int = 65536
+    loss: LossConfig = field(default_factory=LossConfig)
+    device: str | None = None
+    seed: int = 0
+    pack: bool = True
+
+
+class LocalTrainer:
+    def __init__(self, model_dir: str | Path, config: LocalConfig | None = None, eos_token: str | None = None) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise RuntimeError("the local trainer needs the `hf` extra: pip install -e '.[hf]'") from exc
+        self.torch = torch
+        self.config = config or LocalConfig()
+        self.model_dir = Path(model_dir)
+        if not (self.model_dir / "config.json").is_file():
+            raise ValueError(f"{model_dir} is not a model directory (no config.json); build one with "
+                             "`ha train --init-model DIR` or point --model at a local Hugging Face checkpoint")
+        device = self.config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
+            self.model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), local_files_only=True).to(device)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot load a model from {model_dir}: {exc}") from exc
+        self.device = device
+        self.model.eval()  # dropout off for sampling and loss alike
+        torch.manual_seed(self.config.seed)
+        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=self.config.lr,
+                                           weight_decay=self.config.weight_decay)
+        self.step = 0
+        self.loss_fn = get_loss(self.config.loss.name)
+        self.ref_model = None
+        if self.config.loss.kl_coef:
+            self.ref_model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), local_files_only=True).to(device).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+        from ..episode import TokenMode
+        from ..llm.hf import TransformersClient
+
+        self.token_mode = TokenMode("auto", str(self.model_dir.resolve()), context_tokens=self.config.context_tokens,
+                                    max_new_tokens=self.config.max_new_tokens)
+        template, _ = self.token_mode.resolve()
+        eos_token = eos_token or template.eos
+        try:
+            self._client = TransformersClient.from_model(self.model, self.tokenizer, temperature=self.config.temperature,
+                                                         max_new_tokens=self.config.max_new_tokens, eos_token=eos_token,
+                                                         seed=self.config.seed)
+        except LLMError as exc:
+            raise ValueError(str(exc)) from exc
+        self._client.name = f"hf:{self.model_dir}"
+
+    # -- the seam ------------------------------------------------------------------------------
+    def client(self) -> Any:
+        return self._client
+
+    def update(self, samples: list[Sample]) -> dict[str, float]:
+        """One GRPO update over ``samples`` (advantages already set)."""
+        torch = self.torch
+        samples = [s for s in samples if s.n_trainable]
+        if not samples:
+            return {"skipped": 1.0}
+        n_mb = max(1, min(self.config.mini_batches, len(samples)))
+        chunks = [samples[i::n_mb] for i in range(n_mb)]
+        totals: dict[str, float] = {"loss": 0.0, "grad_norm": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
+        mismatch: list[torch.Tensor] = []
+        tokens = 0
+        for mb_i, mb in enumerate(chunks):
+            norm = float(sum(s.n_trainable for s in mb))
+            self.optimizer.zero_grad(set_to_none=True)
+            mb_loss = 0.0
+            for micro in self._micro_batches(mb):
+                ids, attn, mask, old, adv = self._tensors(micro)
+                logp, entropy = self._logprobs(self.model, ids, attn, mask, with_entropy=bool(self.config.loss.entropy_coef))
+                have_old = ~torch.isnan(old)
+                if mb_i == 0:
+                    sel = mask.bool() & have_old
+                    if sel.any():
+                        mismatch.append((logp.detach() - old)[sel].abs())
+                old_logp = torch.where(have_old, old, logp.detach())
+                ref = None
+                if self.ref_model is not None:
+                    with torch.no_grad():
+                        ref, _ = self._logprobs(self.ref_model, ids, attn, mask)
+                loss, m = self.loss_fn(logp, old_logp, adv, mask, self.config.loss, norm=norm, n_seqs=len(mb),
+                                       ref_logp=ref, entropy=entropy)
+                loss.backward()
+                mb_loss += float(loss.detach())
+                w = float(mask.sum()) / norm
+                totals["clip_frac"] += m["clip_frac"] * w / n_mb
+                totals["approx_kl"] += m["approx_kl"] * w / n_mb
+            gn = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            self.optimizer.step()
+            totals["loss"] += mb_loss / n_mb
+            totals["grad_norm"] += float(gn) / n_mb
+            tokens += int(norm)
+        self.step += 1
+        mm = torch.cat(mismatch) if mismatch else None
+        return {**totals, "tokens": float(tokens), "samples": float(len(samples)), "optimizer_steps": float(n_mb),
+                "logprob_mismatch_mean": float(mm.mean()) if mm is not None else math.nan,
+                "logprob_mismatch_max": float(mm.max()) if mm is not None else math.nan}
+
+    def sequence_logprob(self, sample: Sample) -> Any:
+        """The differentiable sum of the policy's logprobs over ``sample``'s mask-1 tokens (for
+        algorithms written on top of this trainer's model)."""
+        ids, attn, mask, _, _ = self._tensors([sample])
+        logp, _ = self._logprobs(self.model, ids, attn, mask)
+        return (logp * mask).sum()
+
+    def sft(self, samples: list[Sample], epochs: int = 1, lr: float | None = None) -> list[float]:
+        """Supervised warm start: token-mean NLL of the mask-1 tokens, one optimizer step per sample
+        batch per epoch (advantage 1, ratio 1: the GRPO gradient reduces to the NLL gradient)."""
+        torch = self.torch
+        if lr is not None:
+            for g in self.optimizer.param_groups:
+                g["lr"] = lr
+        losses = []
+        for _ in range(epochs):
+            self.optimizer.zero_grad(set_to_none=True)
+            norm = float(sum(s.n_trainable for s in samples))
+            total = 0.0
+            for micro in self._micro_batches(samples):
+                ids, attn, mask, _, _ = self._tensors(micro)
+                logp, _ = self._logprobs(self.model, ids, attn, mask)
+                loss = -(logp * mask).sum() / norm
+                loss.backward()
+                total += float(loss.detach())
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            self.optimizer.step()
+            losses.append(total)
+        if lr is not None:
+            for g in self.optimizer.param_groups:
+                g["lr"] = self.config.lr
+        return losses
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        torch = self.torch
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path / "model")
+        self.tokenizer.save_pretrained(path / "model")
+        torch.save({"optimizer": self.optimizer.state_dict(), "step": self.step,
+                    "torch_rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                    "numpy_rng": np.random.get_state(), "config": json.dumps(asdict(self.config), default=str)},
+                   path / "trainer.pt")
+
+    def load(self, path: Path) -> None:
+        torch = self.torch
+        from safetensors.torch import load_file
+
+        path = Path(path)
+        weights = path / "model" / "model.safetensors"
+        if not weights.is_file():
+            raise ValueError(f"{path}: no model.safetensors in the checkpoint")
+        state = load_file(str(weights), device=str(self.device))
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        tied = set(getattr(self.model, "_tied_weights_keys", None) or [])
+        if unexpected or [k for k in missing if k not in tied and not _tied(self.model, k)]:
+            raise ValueError(f"{path}: the checkpoint does not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        blob = torch.load(path / "trainer.pt", weights_only=False)
+        self.optimizer.load_state_dict(blob["optimizer"])
+        self.step = int(blob["step"])
+        torch.set_rng_state(blob["torch_rng"])
+        random.setstate(blob["python_rng"])
+        np.random.set_state(blob["numpy_rng"])
+
+    # -- internals -----------------------------------------------------------------------------
+    def _micro_batches(self, samples: list[Sample]) -> list[list[Sample]]:
+        if not self.config.pack:
+            return [[s] for s in samples]
+        out: list[list[Sample]] = []
+        cur: list[Sample] = []
+        for s in sorted(samples, key=lambda s: len(s.token_ids)):
+            longest = max([len(x.token_ids) for x in cur] + [len(s.token_ids)])
+            if cur and longest * (len(cur) + 1) > self.config.micro_batch_tokens:
+                out.append(cur)
+                cur = []
+            cur.append(s)
+        if cur:
+            out.append(cur)
+        return out
+
+    def _tensors(self, micro: list[Sample]) -> tuple[Any, ...]:
+        torch = self.torch
+        T = max(len(s.token_ids) for s in micro)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(micro), T), pad, dtype=torch.long)
+        attn = torch.zeros((len(micro), T), dtype=torch.long)
+        mask = torch.zeros((len(micro), T - 1))
+        old = torch.full((len(micro), T - 1), float("nan"))
+        for i, s in enumerate(micro):
+            n = len(s.token_ids)
+            ids[i, :n] = torch.tensor(s.token_ids)
+            attn[i, :n] = 1
+            # position t predicts token t+1: the mask and rollout logprob of token t+1
+            mask[i, : n - 1] = torch.tensor(s.loss_mask[1:], dtype=torch.float)
+            old[i, : n - 1] = torch.tensor([math.nan if lp is None else lp for lp in s.logprobs[1:]], dtype=torch.float)
+        adv = torch.tensor([s.advantage for s in micro], dtype=torch.float)
+        d = self.device
+        return ids.to(d), attn.to(d), mask.to(d), old.to(d), adv.to(d)
+
+    def _logprobs(self, model: Any, ids: Any, attn: Any, mask: Any, with_entropy: bool = False) -> tuple[Any, Any]:
+        """Logprobs [B, T-1] of each next token at the sampling temperature; only mask-1 positions
+        go through the LM head (zeros elsewhere) unless ``pack`` is off (the naive baseline)."""
+        torch = self.torch
+        temp = self.config.temperature or 1.0
+        targets = ids[:, 1:]
+        head = model.get_output_embeddings()
+        if not self.config.pack or head is None:
+            logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float() / temp
+            lsm = torch.log_softmax(logits, dim=-1)
+            logp = lsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            ent = -(lsm.exp() * lsm).sum(-1) if with_entropy else None
+            return logp * (mask > 0), ent
+        hidden = model.base_model(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+        sel = mask > 0
+        logits = head(hidden[sel]).float() / temp
+        lsm = torch.log_softmax(logits, dim=-1)
+        picked = lsm.gather(-1, targets[sel].unsqueeze(-1)).squeeze(-1)
+        logp = torch.zeros(mask.shape, dtype=picked.dtype, device=picked.device)
+        logp = logp.masked_scatter(sel, picked)
+        ent = None
+        if with_entropy:
+            ent = torch.zeros(mask.shape, dtype=picked.dtype, device=picked.device).masked_scatter(
+                sel, -(lsm.exp() * lsm).sum(-1))
+        return logp, ent
+
+
+def _tied(model: Any, key: str) -> bool:
+    """A missing key that is the output embedding tied to the input one."""
+    return key.endswith("lm_head.weight") and bool(getattr(model.config, "tie_word_embeddings", False))

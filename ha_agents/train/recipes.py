@@ -1,0 +1,34 @@
+"""Recipes shared by ``ha train``, the demo, the learning benchmark and its test.
+
+``TRAIN_HARNESS``: a small text-tool harness for tiny local policies (bash, edit and create file,
+submit; Hermes ``<tool_call>`` format; no hooks). ``warm_start``: oracle demonstrations of the
+tasks through the real env and grader, then supervised epochs on them (the paper's policies start
+from an instruction-tuned model; a randomly initialised tiny model needs this to write a tool call
+at all).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ha_envs.harness import HarnessSpec
+from ha_envs.task import Task
+
+from .sft import demonstrations, sft_samples
+
+TRAIN_HARNESS = HarnessSpec.from_dict({
+    "name": "train-edit", "description": "Edit tools in Hermes text format, for small local policies.",
+    "parser": {"format": "hermes", "multi_call": "reject", "max_format_errors": 2},
+    "tools": ["bash", "edit_file", "create_file", "submit"], "hooks": [], "limits": {"max_turns": 8}})
+
+
+def warm_start(trainer: Any, tasks: list[Task], out: str | Path, harness: Any = TRAIN_HARNESS, epochs: int = 60,
+               lr: float = 3e-3) -> dict[str, Any]:
+    records = demonstrations(tasks, trainer.token_mode, Path(out) / "demonstrations", harness=harness)
+    samples = sft_samples(records)
+    if not samples:
+        raise ValueError("no resolved demonstration to warm-start on")
+    losses = trainer.sft(samples, epochs=epochs, lr=lr)
+    return {"demonstrations": len(records), "resolved": len(samples), "sft_loss_first": losses[0],
+            "sft_loss_last": losses[-1], "tokens": sum(s.n_trainable for s in samples)}

@@ -1,0 +1,185 @@
+"""``ha train``: GRPO on repair tasks, locally (``--backend local``) or through verl
+(``--backend verl``: writes the agent-loop YAML, the dataset and the Hydra overrides, launches
+``python -m verl.trainer.main_ppo``; ``--dry-run`` prints them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_train_parser(sub: Any, add_source: Any) -> None:
+    p = sub.add_parser("train", help="train a policy with GRPO (local torch trainer, or verl on a GPU node)",
+                       description="GRPO on repair tasks. Per update: sample tasks, collect a group per task with "
+                       "the current policy, drop/mask per the batch policy, update; metrics.jsonl, a plot and "
+                       "checkpoints go to --out.")
+    add_source(p)
+    p.add_argument("--backend", choices=["local", "verl"], default="local")
+    p.add_argument("--model", required=True, help="a local Hugging Face model directory (nothing is downloaded)")
+    p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
+                   help="build a tiny randomly initialised model of this family at --model when it does not exist")
+    p.add_argument("--harness", default="h0", help="preset, spec file, or train-edit (small text-tool harness)")
+    p.add_argument("--updates", type=int, default=10)
+    p.add_argument("--tasks-per-update", type=int, default=46)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--lr", type=float, default=1e-6)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--mini-batches", type=int, default=1, help="optimizer steps per update")
+    p.add_argument("--loss-agg", choices=["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"], default="token-mean")
+    p.add_argument("--norm-adv-by-std", action="store_true", help="divide advantages by the group std (off: the paper)")
+    p.add_argument("--kl-coef", type=float, default=0.0)
+    p.add_argument("--entropy-coef", type=float, default=0.0)
+    p.add_argument("--truncated", choices=["drop", "keep"], default="drop",
+                   help="truncated episodes: dropped from the batch (the paper) or trained with their reward")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="cap per model call")
+    p.add_argument("--context-tokens", type=int, default=65536, help="token budget of an episode")
+    p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
+    p.add_argument("--warm-start", type=int, default=0, metavar="EPOCHS",
+                   help="local: first fine-tune on oracle demonstrations of the tasks for EPOCHS epochs")
+    p.add_argument("--warm-start-lr", type=float, default=3e-3)
+    p.add_argument("--pool-k", type=int, default=0, metavar="K",
+                   help="drop tasks the initial policy solves in all K samples (counted as preparation rollouts)")
+    p.add_argument("--exclude-benchmark", choices=["verified", "multilingual", "pro"], default=None,
+                   help="refuse training instances of this evaluation benchmark; warn on shared repositories")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--sandbox", choices=["local", "docker"], default="local")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--save-every", type=int, default=1)
+    p.add_argument("--out", default="runs/train")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--no-progress", action="store_true")
+    v = p.add_argument_group("verl backend")
+    v.add_argument("--dry-run", action="store_true", help="verl: write the files and print the command, do not launch")
+    v.add_argument("--rollout-engine", choices=["vllm", "sglang"], default="vllm")
+    v.add_argument("--gpus-per-node", type=int, default=8)
+    v.add_argument("--nnodes", type=int, default=1)
+    v.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="verl: extra Hydra override")
+    p.set_defaults(func=cmd_train)
+
+
+def resolve_harness(ref: str) -> Any:
+    from ha_envs.harness import load_spec
+
+    if ref == "train-edit":
+        from ha_agents.train.recipes import TRAIN_HARNESS
+
+        return TRAIN_HARNESS
+    return load_spec(ref)
+
+
+def _need_torch() -> None:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        raise ValueError("the local backend needs torch and transformers: pip install -e '.[hf]'") from None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ha_cli.main import _tasks
+
+    tasks = _tasks(args)
+    spec = resolve_harness(args.harness)
+    if args.max_turns:
+        spec = spec.with_limits(max_turns=args.max_turns)
+    out = Path(args.out)
+    if args.backend == "verl":
+        from ha_agents.train.verl_launch import launch
+
+        return launch(args, tasks, spec, out)
+    _need_torch()
+    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
+    from ha_agents.train.local import LocalConfig, LocalTrainer
+    from ha_agents.train.losses import LossConfig
+
+    model = Path(args.model)
+    if not model.exists():
+        if not args.init_model:
+            raise ValueError(f"--model {model}: no such directory (pass --init-model qwen|llama to build a tiny one)")
+        from ha_agents.train.models import init_model
+
+        init_model(model, args.init_model, seed=args.seed)
+        print(f"built a tiny {args.init_model}-family model at {model}", file=sys.stderr)
+    if out.exists() and (out / "metrics.jsonl").exists() and not args.resume:
+        raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
+    config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
+                         max_new_tokens=args.max_new_tokens, context_tokens=args.context_tokens, seed=args.seed,
+                         loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef))
+    trainer = LocalTrainer(model, config)
+    check_context(trainer.token_mode, tasks[0], spec)
+    ledger = RolloutLedger()
+    if args.exclude_benchmark or args.pool_k:
+        evaluation = []
+        if args.exclude_benchmark:
+            from ha_envs.benchmarks import load_benchmark
+
+            evaluation = load_benchmark(args.exclude_benchmark)
+        report = build_pool(tasks, evaluation=evaluation, agent=trainer.client() if args.pool_k else None,
+                            k=max(1, args.pool_k), harness=spec, out=out / "pool", seed=args.seed, ledger=ledger,
+                            token_mode=trainer.token_mode, workers=args.workers, sandbox=args.sandbox)
+        print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
+              f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
+        tasks = report.tasks
+        if not tasks:
+            raise ValueError("the task pool is empty: the policy solves every task in all samples")
+    if args.warm_start and not args.resume:
+        from ha_agents.train.recipes import warm_start
+
+        ws = warm_start(trainer, tasks, out, harness=spec, epochs=args.warm_start, lr=args.warm_start_lr)
+        print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations, {ws['tokens']} tokens, "
+              f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
+    tb = _tensorboard(out)
+
+    def report_update(row: dict[str, Any]) -> None:
+        print(f"update {row['update']}/{args.updates}: reward {row['reward_mean']:.3f}  pass {row['pass_rate']:.3f}  "
+              f"trainable {row['trainable_rate']:.3f}  samples {row['batch_samples']}  "
+              f"loss {row.get('loss', float('nan')):.4f}  grad {row.get('grad_norm', float('nan')):.3f}  "
+              f"mismatch {row.get('logprob_mismatch_mean', float('nan')):.2e}  "
+              f"({row['rollout_s']:.0f}s rollout, {row['update_s']:.0f}s update)", file=sys.stderr, flush=True)
+        if tb is not None:
+            for k, v in row.items():
+                if isinstance(v, (int, float)):
+                    tb.add_scalar(f"train/{k}", v, row["update"])
+            tb.flush()
+
+    history = train(trainer, tasks, TrainConfig(
+        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, harness=spec,
+        sandbox=args.sandbox, workers=args.workers, seed=args.seed, save_every=args.save_every,
+        batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
+        progress=not args.no_progress), out, resume=args.resume, ledger=ledger, on_update=report_update)
+    if tb is not None:
+        tb.close()
+    print(json.dumps(history[-1] if history else {}, default=str))
+    print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
+          f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
+          f"--harness {args.harness})")
+    return 0
+
+
+def check_context(token_mode: Any, task: Any, spec: Any) -> int:
+    """The first prompt's length; a ValueError when it leaves no room to generate."""
+    import ha_envs
+    from ha_agents.tokens import as_codec
+
+    template, tok = token_mode.resolve()
+    env = ha_envs.make(task=task, harness=spec)
+    try:
+        obs, info = env.reset()
+    finally:
+        env.close()
+    n = len(as_codec(tok).encode(template.prompt(obs, info.get("tools") or [])))
+    if n >= token_mode.context_tokens:
+        raise ValueError(f"the first prompt of {task.instance_id} is {n} tokens, the context budget "
+                         f"{token_mode.context_tokens}: raise --context-tokens or use a harness with fewer tools")
+    return n
+
+
+def _tensorboard(out: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except Exception:  # noqa: BLE001 - tensorboard is optional
+        return None
+    return SummaryWriter(str(out / "tensorboard"))
