@@ -1,0 +1,208 @@
+"""The verl 0.9.1 agent-loop adapter: one harness-wrapped ``RepairEnv`` per episode, driven by
+verl's rollout servers (``--backend verl``; extra ``verl``).
+
+``HarnessAgentLoop`` is registered through an agent-loop YAML (``verl_launch.agent_loop_yaml``)::
+
+    - name: harnessadapt
+      _target_: ha_agents.train.verl_loop.HarnessAgentLoop
+      harness: {...HarnessSpec as a mapping, or a preset name...}
+      tasks: {suite: mini} | {jsonl: PATH} | {benchmark: verified, data: PATH}
+      sandbox: local
+      truncated: drop
+
+Each dataset row (``verl_launch.write_dataset``) names its task in ``extra_info.instance_id``
+(and may carry its own ``extra_info.harness``). Per episode:
+
+- the first prompt is ``ct_build_initial_tokens`` of the env's first messages with the harness's
+  tool schemas; one ``request_id`` for the whole episode (sticky routing, prefix cache);
+- each turn ``server_manager.generate`` gets ``max_tokens`` = the response budget left; its ids are
+  appended with ``ct_merge_assistant_token`` (mask 1, logprobs), the text goes to ``env.step``, and
+  the observations (tool results, hook and system messages) are appended with
+  ``ct_merge_context_msg`` (mask 0);
+- truncation is detected here, not from the server's stop reason (a length stop comes back as
+  "completed"): a turn that fills the remaining budget without an end-of-turn token, or a context
+  merge that reaches it, ends the episode ``context_limit`` and the env grades the repo as it stands;
+- ``reward_score`` is the env's reward; ``reward_extra_info`` has fixed keys (``resolved``,
+  ``truncated``, ``termination``, ``mask_sample``, ``harness_hash``, ``turns``) so verl can batch it;
+- the batch policy is the local backend's (``base.BatchPolicy``): an infrastructure failure
+  (sandbox, internal error) or a truncated episode under ``truncated: drop`` gets an all-zero
+  response mask, so it carries no gradient; the episode is still returned (verl needs one output
+  per sample).
+Blocking env work (reset, tools, grading) runs in the default executor, so the event loop keeps
+serving the other episodes of the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
+
+import ha_envs
+from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.task import Task
+
+from ..chat_template import template_view
+from .base import TRUNCATED
+
+log = logging.getLogger(__name__)
+
+EXTRA_KEYS = ("resolved", "truncated", "termination", "mask_sample", "harness_hash", "turns")
+_TASKS: dict[str, dict[str, Task]] = {}
+
+
+def load_tasks(source: dict[str, Any]) -> dict[str, Task]:
+    """Tasks by instance id from ``{suite: NAME} | {jsonl: PATH} | {benchmark: NAME, data: PATH}``,
+    loaded once per process."""
+    key = repr(sorted(source.items()))
+    if key not in _TASKS:
+        if source.get("suite"):
+            from ha_envs.loaders import load_suite
+
+            tasks = load_suite(source["suite"])
+        elif source.get("jsonl"):
+            from ha_envs.loaders import load_jsonl
+
+            tasks = load_jsonl(source["jsonl"])
+        elif source.get("benchmark"):
+            from ha_envs.benchmarks import load_benchmark
+
+            tasks = load_benchmark(source["benchmark"], source=source.get("data"))
+        else:
+            raise ValueError(f"tasks: expected suite, jsonl or benchmark, got {source!r}")
+        _TASKS[key] = {t.instance_id: t for t in tasks}
+    return _TASKS[key]
+
+
+def _spec(value: Any) -> HarnessSpec:
+    if isinstance(value, HarnessSpec):
+        return value
+    if hasattr(value, "items"):  # an OmegaConf node or a dict
+        try:
+            from omegaconf import OmegaConf
+
+            value = OmegaConf.to_container(value, resolve=True) if not isinstance(value, dict) else value
+        except ImportError:  # pragma: no cover
+            value = dict(value)
+        return HarnessSpec.from_dict(value)
+    return load_spec(str(value))
+
+
+class HarnessAgentLoop(AgentLoopBase):
+    def __init__(self, *args: Any, harness: Any = "h0", tasks: Any = None, sandbox: str = "local",
+                 truncated: str = "drop", max_turns: int | None = None, **kwargs: Any) -> None:
+        kwargs.pop("name", None)
+        super().__init__(*args, **kwargs)
+        if truncated not in ("drop", "keep"):
+            raise ValueError(f"truncated must be drop or keep, got {truncated!r}")
+        self.harness = _spec(harness)
+        self.task_source = dict(tasks or {"suite": "mini"})
+        self.sandbox = sandbox
+        self.truncated = truncated
+        self.max_turns = max_turns
+        self.response_length = int(self.rollout_config.response_length)
+        self.eos_ids = {i for i in (getattr(self.tokenizer, "eos_token_id", None),) if i is not None}
+        for tok in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>"):
+            i = self.tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(i, int) and i != getattr(self.tokenizer, "unk_token_id", None):
+                self.eos_ids.add(i)
+
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        extra = dict(kwargs.get("extra_info") or {})
+        iid = extra.get("instance_id")
+        tasks = load_tasks(self.task_source)
+        if iid not in tasks:
+            raise ValueError(f"dataset row names instance {iid!r}, not in the task source {self.task_source}")
+        spec = _spec(extra["harness"]) if extra.get("harness") else self.harness
+        if self.max_turns:
+            spec = spec.with_limits(max_turns=self.max_turns)
+        env = ha_envs.make(task=tasks[iid], harness=spec, sandbox=self.sandbox)
+        try:
+            return await self._episode(env, spec, sampling_params)
+        finally:
+            await self._call(env.close)
+
+    async def _episode(self, env: Any, spec: HarnessSpec, sampling_params: dict[str, Any]) -> AgentLoopOutput:
+        base = env.unwrapped
+        infra_error = ""
+        try:
+            obs, info = await self._call(env.reset)
+        except Exception as exc:  # noqa: BLE001 - a sandbox that cannot start: masked, reported
+            return self._failed(f"reset failed: {type(exc).__name__}: {exc}", spec)
+        tools = info.get("tools") or None
+        messages = template_view(obs)
+        prompt_ids = await self.ct_build_initial_tokens(messages, tools=tools)
+        stream = list(prompt_ids)
+        mask: list[int] = []
+        logprobs: list[float] | None = []
+        request_id = uuid.uuid4().hex
+        turns = 0
+        reward, info_end = 0.0, info
+        while True:
+            left = self.response_length - len(mask)
+            if left <= 0:
+                obs, reward, _, _, info_end = await self._call(base.end, "context_limit")
+                break
+            try:
+                out = await self.server_manager.generate(request_id, prompt_ids=stream,
+                                                         sampling_params={**sampling_params, "max_tokens": left})
+            except Exception as exc:  # noqa: BLE001 - the server failed for good: masked
+                infra_error = f"generate failed: {type(exc).__name__}: {exc}"
+                obs, reward, _, _, info_end = await self._call(base.abort, infra_error, "model_error")
+                break
+            ids = list(out.token_ids)
+            merged, mask, logprobs = await self.ct_merge_assistant_token(
+                stream, ids, mask, logprobs if out.log_probs is not None and logprobs is not None else None,
+                assistant_logprobs=out.log_probs)
+            stream = merged.token_ids
+            turns += 1
+            text = self.tokenizer.decode([i for i in ids if i not in self.eos_ids], skip_special_tokens=False)
+            messages.append({"role": "assistant", "content": text})
+            if len(ids) >= left and not (ids and ids[-1] in self.eos_ids):
+                # the budget ran out inside this turn (the server calls that "completed"): grade as is
+                obs, reward, _, _, info_end = await self._call(base.end, "context_limit")
+                break
+            obs, reward, term, trunc, info_end = await self._call(env.step, {"content": text})
+            if term or trunc:
+                break
+            previous = list(messages)
+            messages.extend(template_view(obs))
+            merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, stream, mask, logprobs,
+                                                                     tools=tools)
+            stream = merged.token_ids
+            if len(mask) >= self.response_length:
+                obs, reward, _, _, info_end = await self._call(base.end, "context_limit")
+                break
+        self.messages = messages  # the final conversation, as the chat template sees it
+        termination = info_end.get("termination")
+        masked = bool(info_end.get("mask_sample")) or bool(infra_error)
+        truncated = termination in TRUNCATED
+        n = min(len(mask), self.response_length)
+        response_ids = stream[len(stream) - len(mask):][:n]
+        prompt = stream[: len(stream) - len(mask)]
+        resp_mask = list(mask[:n])
+        if masked or (truncated and self.truncated == "drop"):
+            resp_mask = [0] * n  # no gradient; the sample still fills its slot in the batch
+        grade = info_end.get("grade") or {}
+        return AgentLoopOutput(
+            prompt_ids=prompt, response_ids=response_ids, response_mask=resp_mask,
+            response_logprobs=list(logprobs[:n]) if logprobs is not None and len(logprobs) >= n else None,
+            reward_score=float(reward), num_turns=2 * turns + 1, metrics=AgentLoopMetrics(),
+            extra_fields={"reward_extra_info": {
+                "resolved": float(bool(grade.get("resolved"))), "truncated": float(truncated),
+                "termination": str(termination), "mask_sample": float(masked), "harness_hash": spec.hash,
+                "turns": float(turns)}})
+
+    def _failed(self, error: str, spec: HarnessSpec) -> AgentLoopOutput:
+        log.warning("episode masked: %s", error)
+        eos = next(iter(self.eos_ids), 0)
+        return AgentLoopOutput(prompt_ids=[eos], response_ids=[eos], response_mask=[0], response_logprobs=[0.0],
+                               reward_score=0.0, num_turns=0, metrics=AgentLoopMetrics(), extra_fields={
+                                   "reward_extra_info": {"resolved": 0.0, "truncated": 0.0, "termination": "sandbox_error",
+                                                         "mask_sample": 1.0, "harness_hash": spec.hash, "turns": 0.0}})
