@@ -1,5 +1,6 @@
 # Two commands do the whole set-up on a fresh machine (Python 3.11):
-#   make demo   installs, then runs the main job on the bundled suite (validate + eval + one evolution round)
+#   make demo   installs, then runs the main job on the bundled suite (validate + eval + one evolution round
+#               + a short GRPO run of a tiny local model)
 #   make test   installs, then runs the test suite
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
@@ -23,7 +24,7 @@ sysdeps:
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,hf]'
+	$(BIN)/pip install -q -e '.[test,hf,verl]'
 	touch $@
 
 install: sysdeps $(BIN)/.installed
@@ -37,6 +38,10 @@ demo: install
 	$(BIN)/ha eval --suite mini --policy null --harness h2 --runs 1 --workers 2 --out $(OUT)/null-h2
 	$(BIN)/ha evolve run --suite mini --instances mini__invoice_rounding mini__semver_ranges --model oracle \
 	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
+	$(BIN)/ha train --backend local --suite mini --instances mini__ini_interpolation mini__invoice_rounding \
+	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 80 --updates 3 \
+	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --mini-batches 2 --max-new-tokens 700 --context-tokens 8192 \
+	  --out $(OUT)/train
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -51,6 +51,16 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--out", default="runs/train")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--no-progress", action="store_true")
+    e = p.add_argument_group("harness evolution between epochs (local backend)")
+    e.add_argument("--evolve", action="store_true", help="evolve the harness every --evolve-every updates under the "
+                   "dual-rate gate, against the policy being trained")
+    e.add_argument("--evolve-every", type=int, default=5, metavar="N", help="updates per epoch (default 5)")
+    e.add_argument("--evolve-rounds", type=int, default=1, help="rounds per evolution (the paper: 5)")
+    e.add_argument("--evolve-group-size", type=int, default=4)
+    e.add_argument("--evolve-candidates", type=int, default=1)
+    e.add_argument("--proposer", default="rule", help="rule | llm | cli (as ha evolve run)")
+    e.add_argument("--teacher", default=None, help="llm proposer: the teacher model (openai:NAME@URL)")
+    e.add_argument("--teacher-command", default=None, help="cli proposer: the command run in the work directory")
     v = p.add_argument_group("verl backend")
     v.add_argument("--dry-run", action="store_true", help="verl: write the files and print the command, do not launch")
     v.add_argument("--rollout-engine", choices=["vllm", "sglang"], default="vllm")
@@ -145,11 +155,13 @@ def cmd_train(args: argparse.Namespace) -> int:
                     tb.add_scalar(f"train/{k}", v, row["update"])
             tb.flush()
 
+    evolve = _evolver(args, tasks, out, ledger) if args.evolve else None
     history = train(trainer, tasks, TrainConfig(
         updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, harness=spec,
         sandbox=args.sandbox, workers=args.workers, seed=args.seed, save_every=args.save_every,
         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
-        progress=not args.no_progress), out, resume=args.resume, ledger=ledger, on_update=report_update)
+        progress=not args.no_progress, evolve_every=args.evolve_every if args.evolve else 0), out,
+        resume=args.resume, ledger=ledger, on_update=report_update, evolve=evolve)
     if tb is not None:
         tb.close()
     print(json.dumps(history[-1] if history else {}, default=str))
@@ -157,6 +169,32 @@ def cmd_train(args: argparse.Namespace) -> int:
           f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
           f"--harness {args.harness})")
     return 0
+
+
+def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> Any:
+    """The ``evolve`` callback of ``train()``: one ``ha_evolve`` schedule per epoch boundary, against
+    the trainer's current in-process policy, logged under ``OUT/evolve``."""
+    from ha_evolve.proposers import ProposerOptions, make_proposer
+    from ha_evolve.schedule import EvolveConfig, Evolution
+
+    if args.evolve_every < 1:
+        raise ValueError("--evolve-every must be at least 1")
+    proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
+
+    def evolve(epoch: int, spec: Any, trainer: Any) -> tuple[Any, int]:
+        evo = Evolution(out / "evolve", tasks[: args.tasks_per_update], trainer.client(), spec, proposer,
+                        EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
+                                     candidates=args.evolve_candidates, epoch=epoch, sandbox=args.sandbox,
+                                     workers=args.workers, seed=args.seed),
+                        token_mode=trainer.token_mode, progress=lambda t: print(t, file=sys.stderr, flush=True))
+        new = evo.run()
+        n = sum(sum((r.get("rollouts") or {}).values()) for r in evo.log.records
+                if r.get("kind") == "proposal" and r.get("epoch") == epoch)
+        print(f"epoch {epoch}: harness {spec.name} ({spec.hash}) -> {new.name} ({new.hash}); {n} comparison rollouts",
+              file=sys.stderr, flush=True)
+        return new, n
+
+    return evolve
 
 
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:

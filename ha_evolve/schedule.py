@@ -82,11 +82,14 @@ def _rates(records: list[dict[str, Any]]) -> dict[str, Any]:
 class Evolution:
     """Runs the schedule for one epoch and owns its directory."""
 
-    def __init__(self, out: Path | str, tasks: list[Task], agent: str, start: HarnessSpec | str,
+    def __init__(self, out: Path | str, tasks: list[Task], agent: Any, start: HarnessSpec | str,
                  proposer: Proposer, config: EvolveConfig = EvolveConfig(),
                  smoke_task: Task | None = None, env_kwargs: dict[str, Any] | None = None,
-                 progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None) -> None:
-        """``skills``: instance id -> skill, shown alike to both sides of every comparison."""
+                 progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None,
+                 token_mode: Any = None) -> None:
+        """``agent``: a model spec, or (threads) a client object such as a trainer's in-process policy;
+        ``token_mode``: run comparisons token-faithfully (as training does); ``skills``: instance id ->
+        skill, shown alike to both sides of every comparison."""
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.tasks, self.agent, self.proposer = tasks, agent, proposer
@@ -94,6 +97,7 @@ class Evolution:
         self.smoke_task = smoke_task if smoke_task is not None else (tasks[0] if tasks else None)
         self.env_kwargs = dict(env_kwargs or {})
         self.skills = dict(skills or {})
+        self.token_mode = token_mode
         self.say = progress or (lambda text: log.info("%s", text))
         self.log = TrajectoryLog(self.out / "evolution.jsonl")
         self.current = load_spec(start)
@@ -114,7 +118,7 @@ class Evolution:
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
         return collect(self.tasks, self.config.group_size, self.agent, spec, out=out, sandbox=self.config.sandbox,
                        workers=self.config.workers, env_kwargs=self.env_kwargs, progress_bar=False,
-                       skills=self.skills)
+                       skills=self.skills, token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd)
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}

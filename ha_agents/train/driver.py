@@ -55,6 +55,9 @@ class TrainConfig:
     token_mode: TokenMode | None = None
     """How episodes are tokenised; None: the trainer's own (``trainer.token_mode``)."""
     save_every: int = 1
+    evolve_every: int = 0
+    """With an ``evolve`` callback: evolve the harness every this many updates (an epoch), before
+    the next epoch's first update; 0: never."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
 
@@ -121,7 +124,11 @@ class RolloutLedger:
 
 def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | Path, resume: bool = False,
           ledger: RolloutLedger | None = None,
-          on_update: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+          on_update: Callable[[dict[str, Any]], None] | None = None,
+          evolve: Callable[[int, HarnessSpec, Trainer], tuple[HarnessSpec, int]] | None = None) -> list[dict[str, Any]]:
+    """``evolve(epoch, harness, trainer) -> (harness for the next epoch, comparison rollouts)``: the
+    harness evolution between epochs (``ha train --evolve`` wires ``ha_evolve``'s schedule here);
+    its rollouts count as ``comparison`` in the ledger."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     spec: HarnessSpec = load_spec(config.harness)
@@ -136,12 +143,16 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
     metrics_path = out / "metrics.jsonl"
     ckpt = out / "checkpoint"
     start = 1
+    evolved = 0
     if resume and (ckpt / "driver.json").is_file():
         state = json.loads((ckpt / "driver.json").read_text())
         trainer.load(ckpt)
         sampler.load_state_dict(state["sampler"])
         ledger = RolloutLedger(**state["ledger"])
         start = int(state["next_update"])
+        if state.get("harness"):
+            spec = HarnessSpec.from_dict(state["harness"])
+        evolved = int(state.get("evolved_epoch", 0))
         _truncate_metrics(metrics_path, start)
         log.info("resumed from %s at update %d", ckpt, start)
     elif metrics_path.exists() and metrics_path.stat().st_size and not resume:
@@ -150,6 +161,15 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         log.warning("nothing to resume in %s; starting at update 1", out)
     history = _read_metrics(metrics_path)
     for u in range(start, config.updates + 1):
+        epoch = (u - 1) // config.evolve_every if config.evolve_every else 0
+        if evolve is not None and config.evolve_every and u > 1 and (u - 1) % config.evolve_every == 0 and epoch > evolved:
+            before = spec.hash
+            spec, n = evolve(epoch, spec, trainer)
+            ledger.add("comparison", n)
+            log.info("epoch %d: harness %s -> %s (%d comparison rollouts)", epoch, before, spec.hash, n)
+            evolved = epoch
+            _save(trainer, ckpt, {"next_update": u, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
+                                  "harness": spec.to_dict(), "evolved_epoch": evolved})
         batch_tasks = sampler.next(config.tasks_per_update)
         t0 = time.monotonic()
         records = collect(batch_tasks, config.group_size, trainer.client(), spec, out=out / "rollouts" / f"update-{u:04d}",
@@ -162,7 +182,8 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         t1 = time.monotonic()
         upd = trainer.update(batch.samples) if batch.samples else {"skipped": 1.0}
         update_s = time.monotonic() - t1
-        row = {"update": u, "tasks": len(batch_tasks), "rollouts": len(records),
+        row = {"update": u, "harness": spec.name, "harness_hash": spec.hash, "tasks": len(batch_tasks),
+               "rollouts": len(records),
                "reward_mean": mean(float(r["reward"]) for r in records) if records else 0.0,
                "pass_rate": report.pass_rate, "trainable_rate": report.trainable_rate,
                "mixed_groups": report.mixed_groups, "all_success_groups": report.all_success_groups,
@@ -175,7 +196,8 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         _append(metrics_path, row)
         history.append(row)
         if u % max(1, config.save_every) == 0 or u == config.updates:
-            _save(trainer, ckpt, {"next_update": u + 1, "sampler": sampler.state_dict(), "ledger": asdict(ledger)})
+            _save(trainer, ckpt, {"next_update": u + 1, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
+                                  "harness": spec.to_dict(), "evolved_epoch": evolved})
         if on_update:
             on_update(row)
     if history:

@@ -161,3 +161,24 @@ def test_readme_custom_algorithm_example_runs(tmp_path):
     rows = [json.loads(l) for l in (tmp_path / "runs" / "reinforce" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["rollouts"] == 2
     assert "custom update ran: loss" in p.stdout
+
+
+def test_ha_train_evolve_between_epochs(tmp_path):
+    """`ha train --evolve`: between epochs the harness evolves against the policy being trained
+    (the dual-rate gate decides), the comparison rollouts land in the ledger, the next epoch trains
+    on the frozen harness, and the evolution log sits under OUT/evolve."""
+    out = tmp_path / "evo"
+    p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
+             "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
+             "--max-new-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
+             "--evolve-group-size", "2", "--no-progress", "--out", str(out))
+    log, _ = p.communicate(timeout=900)
+    assert p.returncode == 0, log
+    rows = _metrics(out)
+    assert [r["ledger"]["comparison"] for r in rows][0] == 0 and rows[1]["ledger"]["comparison"] >= 2
+    evo = [json.loads(l) for l in (out / "evolve" / "evolution.jsonl").read_text().splitlines()]
+    [prop] = [e for e in evo if e.get("kind") == "proposal"]
+    assert prop["epoch"] == 1 and "gate" in prop or prop["validation"]["ok"] is False
+    frozen = [e for e in evo if e.get("kind") == "round"][-1]["current_after"]
+    assert rows[1]["harness_hash"] == frozen
+    assert "epoch 1: harness train-edit" in log
