@@ -39,8 +39,8 @@ demo: install
 	$(BIN)/ha evolve run --suite mini --instances mini__invoice_rounding mini__semver_ranges --model oracle \
 	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
 	$(BIN)/ha train --backend local --suite mini --instances mini__ini_interpolation mini__invoice_rounding \
-	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 80 --updates 3 \
-	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --mini-batches 2 --max-new-tokens 700 --context-tokens 8192 \
+	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 150 --updates 3 \
+	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --max-new-tokens 700 --context-tokens 8192 \
 	  --out $(OUT)/train
 
 test: install

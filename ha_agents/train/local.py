@@ -208,6 +208,8 @@ class LocalTrainer:
             raise ValueError(f"{path}: the checkpoint does not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
         blob = torch.load(path / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(blob["optimizer"])
+        for g in self.optimizer.param_groups:  # the learning rate is this run's (a resume may change it)
+            g["lr"] = self.config.lr
         self.step = int(blob["step"])
         torch.set_rng_state(blob["torch_rng"])
         random.setstate(blob["python_rng"])

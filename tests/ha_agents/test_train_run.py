@@ -28,8 +28,8 @@ TASK = "mini__ini_interpolation"
 
 @pytest.fixture(scope="module")
 def warm_model(tmp_path_factory):
-    """A tiny Qwen-style model fine-tuned on the oracle's demonstration of one task: at temperature 1
-    it sometimes reproduces the fix and sometimes corrupts it (mixed GRPO groups)."""
+    """A tiny Qwen-style model fine-tuned on two demonstrations of one task, the oracle's fix and a
+    give-up (submit at once): at temperature 1 it picks either about half the time (mixed groups)."""
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.models import init_model
     from ha_agents.train.recipes import warm_start
@@ -37,8 +37,8 @@ def warm_model(tmp_path_factory):
     root = tmp_path_factory.mktemp("warm")
     init_model(root / "init", "qwen", hidden=64, layers=2, heads=4, seed=0)
     tr = LocalTrainer(root / "init", LocalConfig(max_new_tokens=700, context_tokens=8192, seed=0))
-    ws = warm_start(tr, [t for t in load_suite("mini") if t.instance_id == TASK], root, epochs=120, lr=6e-3)
-    assert ws["resolved"] == 1 and ws["sft_loss_last"] < 0.05 * ws["sft_loss_first"]
+    ws = warm_start(tr, [t for t in load_suite("mini") if t.instance_id == TASK], root, epochs=250, lr=6e-3)
+    assert ws["demonstrations"] == 2 and ws["resolved"] == 1 and ws["sft_loss_last"] < 0.01
     tr.save(root / "ckpt")
     return root / "ckpt" / "model"
 
@@ -58,23 +58,30 @@ def _metrics(out: Path) -> list[dict]:
 
 
 def test_reward_rises_over_updates(warm_model, tmp_path):
-    """Direction only, on a fixed seed: the mean reward of a held-out group sampled after three
-    GRPO updates is above that of the first update's groups (before any update)."""
+    """Direction only, on fixed seeds: the mean reward of 16 held-out samples (the same seeds before
+    and after) is higher after five GRPO updates than before the first."""
     from ha_agents.rollouts import collect
     from ha_agents.train import TrainConfig, train
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.recipes import TRAIN_HARNESS
 
     tasks = [t for t in load_suite("mini") if t.instance_id == TASK]
-    tr = LocalTrainer(warm_model, LocalConfig(lr=3e-4, max_new_tokens=700, context_tokens=8192, seed=0))
-    hist = train(tr, tasks, TrainConfig(updates=4, tasks_per_update=1, group_size=4, harness=TRAIN_HARNESS, seed=11,
+    tr = LocalTrainer(warm_model, LocalConfig(lr=1e-3, max_new_tokens=700, context_tokens=8192, seed=0))
+    tr.load(warm_model.parent)  # the warm start's optimizer state too: GRPO continues that run (as --warm-start does)
+
+    def held_out(tag):
+        recs = collect(tasks, 16, tr.client(), TRAIN_HARNESS, out=tmp_path / tag, token_mode=tr.token_mode,
+                       seed=999, progress_bar=False)
+        return sum(r["reward"] for r in recs) / len(recs)
+
+    before = held_out("before")
+    hist = train(tr, tasks, TrainConfig(updates=5, tasks_per_update=1, group_size=8, harness=TRAIN_HARNESS, seed=11,
                                         progress=False), tmp_path / "run")
-    assert all(h["masked"] == 0 for h in hist)
-    assert any(h["trainable_rate"] > 0 for h in hist) and any("loss" in h for h in hist)
-    after = collect(tasks, 8, tr.client(), TRAIN_HARNESS, out=tmp_path / "after", token_mode=tr.token_mode,
-                    seed=999, progress_bar=False)
-    before = hist[0]["reward_mean"]
-    assert sum(r["reward"] for r in after) / len(after) > before
+    curve = [(h["reward_mean"], h["trainable_rate"]) for h in hist]
+    assert all(h["masked"] == 0 for h in hist) and any(h["trainable_rate"] > 0 for h in hist), curve
+    assert all(h.get("logprob_mismatch_max", 0) < 1e-3 for h in hist)  # in-process sampler == trainer
+    after = held_out("after")
+    assert after > before, (before, after, curve)
 
 
 def test_ha_train_end_to_end_and_the_checkpoint_evaluates(warm_model, tmp_path):
