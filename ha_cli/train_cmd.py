@@ -52,8 +52,8 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--no-progress", action="store_true")
     e = p.add_argument_group("harness evolution between epochs (local backend)")
-    e.add_argument("--evolve", action="store_true", help="evolve the harness every --evolve-every updates under the "
-                   "dual-rate gate, against the policy being trained")
+    e.add_argument("--evolve", action="store_true", help="at the start of every epoch (--evolve-every updates) evolve "
+                   "the harness under the dual-rate gate against the policy being trained, then train on it frozen")
     e.add_argument("--evolve-every", type=int, default=5, metavar="N", help="updates per epoch (default 5)")
     e.add_argument("--evolve-rounds", type=int, default=1, help="rounds per evolution (the paper: 5)")
     e.add_argument("--evolve-group-size", type=int, default=4)

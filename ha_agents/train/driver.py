@@ -56,8 +56,8 @@ class TrainConfig:
     """How episodes are tokenised; None: the trainer's own (``trainer.token_mode``)."""
     save_every: int = 1
     evolve_every: int = 0
-    """With an ``evolve`` callback: evolve the harness every this many updates (an epoch), before
-    the next epoch's first update; 0: never."""
+    """With an ``evolve`` callback: an epoch is this many updates, and the harness evolves at the
+    start of every epoch (epoch -> evolve -> train -> next epoch), frozen for its updates; 0: never."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
 
@@ -161,8 +161,8 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         log.warning("nothing to resume in %s; starting at update 1", out)
     history = _read_metrics(metrics_path)
     for u in range(start, config.updates + 1):
-        epoch = (u - 1) // config.evolve_every if config.evolve_every else 0
-        if evolve is not None and config.evolve_every and u > 1 and (u - 1) % config.evolve_every == 0 and epoch > evolved:
+        epoch = (u - 1) // config.evolve_every + 1 if config.evolve_every else 0
+        if evolve is not None and config.evolve_every and (u - 1) % config.evolve_every == 0 and epoch > evolved:
             before = spec.hash
             spec, n = evolve(epoch, spec, trainer)
             ledger.add("comparison", n)

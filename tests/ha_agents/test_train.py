@@ -218,3 +218,21 @@ def test_pool_refuses_evaluation_instances_and_warns_on_repositories(caplog):
     assert len(rep.tasks) == 2 and rep.repo_overlap == {"acme/shared": [tasks[0].instance_id]}
     assert "share repository acme/shared" in caplog.text
     assert math.isclose(len(build_pool(train_t, n=None).tasks), 4)
+
+
+def test_group_members_differ_and_each_episode_reproduces(tiny_model, tmp_path):
+    """collect() seeds every (task, sample): a group's members sample differently, and rerunning a
+    sample with the same seed gives the same episode (what resume relies on)."""
+    from ha_agents.rollouts import collect
+    from ha_agents.train.local import LocalConfig, LocalTrainer
+    from ha_agents.train.recipes import TRAIN_HARNESS
+
+    tr = LocalTrainer(tiny_model, LocalConfig(max_new_tokens=24, context_tokens=8192))
+    tasks = [t for t in load_suite("mini") if t.instance_id == "mini__ini_interpolation"]
+    a = collect(tasks, 2, tr.client(), TRAIN_HARNESS, out=tmp_path / "a", token_mode=tr.token_mode, seed=5,
+                progress_bar=False)
+    b = collect(tasks, 1, tr.client(), TRAIN_HARNESS, out=tmp_path / "b", token_mode=tr.token_mode, seed=5,
+                progress_bar=False)
+    ones = [[t for t, m in zip(r["token_ids"], r["loss_mask"]) if m] for r in sorted(a, key=lambda r: r["run"])]
+    assert ones[0] != ones[1] and a[0]["seed"] != a[1]["seed"]
+    assert [t for t, m in zip(b[0]["token_ids"], b[0]["loss_mask"]) if m] == ones[0]
