@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from ha_envs.sandbox import SandboxError
 from ha_envs.task import Task
 
 from .llm.base import LLMClient
+from .llm.options import ModelOptions
 from .llm.openai_http import OpenAIClient, parse_model_spec
 from .llm.scripted import PolicyClient, ReplayClient
 from .chat_template import TEMPLATES, ModelTemplate
@@ -39,19 +40,30 @@ def check_agent_spec(spec: "str | Any") -> None:
                          "replay:FILE or hf:PATH")
 
 
-def make_agent(spec: str) -> LLMClient:
+def make_agent(spec: str, options: ModelOptions | None = None) -> LLMClient:
     """An agent by name: ``oracle`` / ``null`` (scripted policies), ``openai:NAME@URL``,
-    ``replay:TRAJECTORIES.jsonl``, ``hf:PATH`` (a local transformers model)."""
+    ``replay:TRAJECTORIES.jsonl``, ``hf:PATH`` (a local transformers model); ``options`` (sampling,
+    request fields, API key variable) apply to the model backends."""
+    o = options or ModelOptions()
     if spec in POLICIES:
         return PolicyClient(make_policy(spec))
     if spec.startswith("openai:"):
-        return OpenAIClient(parse_model_spec(spec))
+        cfg = parse_model_spec(spec)
+        cfg = replace(cfg, api_key=o.api_key() or cfg.api_key, extra_body=dict(o.extra),
+                      **{k: v for k, v in (("temperature", o.temperature), ("top_p", o.top_p),
+                                           ("max_tokens", o.max_tokens)) if v is not None})
+        return OpenAIClient(cfg)
     if spec.startswith("replay:"):
         return ReplayClient(spec[len("replay:"):])
     if spec.startswith("hf:"):
         from .llm.hf import TransformersClient
 
-        return TransformersClient(spec[len("hf:"):])
+        kw: dict[str, Any] = {}
+        if o.temperature is not None:
+            kw["temperature"] = o.temperature
+        if o.max_tokens is not None:
+            kw["max_new_tokens"] = o.max_tokens
+        return TransformersClient(spec[len("hf:"):], **kw)
     raise ValueError(f"unknown model {spec!r}: use oracle, null, openai:NAME@URL, replay:FILE or hf:PATH")
 
 
@@ -95,13 +107,14 @@ def _resolve(template: str, tokenizer: str) -> tuple[Any, Any]:
 
 def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
                 sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
-                token_mode: TokenMode | None = None, skill: str | None = None, seed: int | None = None) -> dict[str, Any]:
+                token_mode: TokenMode | None = None, skill: str | None = None, seed: int | None = None,
+                model_options: ModelOptions | None = None) -> dict[str, Any]:
     """One episode through the AgentLoop (token-faithful when ``token_mode`` is given); returns its
     trajectory record (never raises for a sandbox or model failure: those end masked). ``skill``:
     training-time guidance (evaluation never passes one)."""
     harness = load_spec(harness)
     if isinstance(agent, str):
-        agent = make_agent(agent)
+        agent = make_agent(agent, model_options)
     elif not hasattr(agent, "complete"):
         agent = PolicyClient(agent)
     if token_mode is not None:

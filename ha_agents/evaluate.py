@@ -21,6 +21,7 @@ from ha_envs.task import Task
 
 from .episode import TokenMode, make_agent, run_episode
 from .rollouts import TrajectoryLog, collect
+from .llm.options import ModelOptions
 from .trajectory import write_traj_json
 
 __all__ = ["EvalSummary", "TrajectoryLog", "evaluate", "make_agent", "run_episode", "summarize", "write_predictions"]
@@ -55,7 +56,10 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
              out_dir: Path | str = "runs/eval", sandbox: str = "local", workers: int = 1,
              env_kwargs: dict[str, Any] | None = None,
              progress: Callable[[dict[str, Any]], None] | None = None, executor: str = "threads",
-             token_mode: TokenMode | None = None) -> EvalSummary:
+             token_mode: TokenMode | None = None, model_options: ModelOptions | None = None,
+             seed: int | None = None) -> EvalSummary:
+    """``model_options``: sampling and request options of the model (recorded in summary.json);
+    ``seed``: every episode samples with a seed derived from it (reproducible runs that differ)."""
     kw = dict(env_kwargs or {})
     spec = load_spec(harness).with_limits(kw.pop("max_turns", None), kw.pop("command_timeout_s", None),
                                           kw.pop("max_format_errors", None))
@@ -69,13 +73,15 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
                          f"this run's harness {spec.name} has hash {spec.hash}: use another --out")
     spec.save(out / "harness.yaml")
     collect(tasks, group_size=runs, agent=policy, harness=spec, log=log, sandbox=sandbox, workers=workers,
-            executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=False, token_mode=token_mode)
+            executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=False, token_mode=token_mode,
+            seed=seed, model_options=model_options)
     ids = {t.instance_id for t in tasks}
     model_name = next((r["model"] for r in log.records if r["instance_id"] in ids and r.get("model")), policy)
     summary = summarize(log.records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)
     write_predictions(log.records, out, runs, model_name)
     write_traj_json([r for r in log.records if r["instance_id"] in ids], out)
-    (out / "summary.json").write_text(json.dumps(summary.__dict__, indent=2) + "\n")
+    record = dict(summary.__dict__, model_options=(model_options or ModelOptions()).record(), seed=seed)
+    (out / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
     return summary
 
 

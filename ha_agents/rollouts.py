@@ -25,6 +25,7 @@ from ha_envs.sandbox import prepare_snapshot
 from ha_envs.task import Task
 
 from .episode import TokenMode, check_agent_spec, error_record, run_episode
+from .llm.options import ModelOptions
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +78,12 @@ def episode_seed(seed: int, instance_id: str, sample: int) -> int:
 
 def _episode(task: Task, sample: int, agent: Any, harness: HarnessSpec, sandbox: str,
              env_kwargs: dict[str, Any], token_mode: TokenMode | None = None, skill: str | None = None,
-             seed: int | None = None) -> dict[str, Any]:
+             seed: int | None = None, model_options: ModelOptions | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     try:
         record = run_episode(task, agent, harness, sandbox, env_kwargs, token_mode, skill,
-                             seed=None if seed is None else episode_seed(seed, task.instance_id, sample))
+                             seed=None if seed is None else episode_seed(seed, task.instance_id, sample),
+                             model_options=model_options)
     except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
         log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
         record = error_record(task, agent, harness, exc, t0)
@@ -94,7 +96,7 @@ def collect(tasks: list[Task], group_size: int, agent: Any, harness: "str | Harn
             workers: int = 2, executor: str = "threads", env_kwargs: dict[str, Any] | None = None,
             on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
             token_mode: TokenMode | None = None, skills: dict[str, str] | None = None,
-            seed: int | None = None) -> list[dict[str, Any]]:
+            seed: int | None = None, model_options: ModelOptions | None = None) -> list[dict[str, Any]]:
     """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
     ``skills``: instance id -> a training-time skill every sample of that task sees. ``seed``: each
     episode samples with ``episode_seed(seed, instance_id, sample)`` (reproducible, and different
@@ -131,11 +133,11 @@ def collect(tasks: list[Task], group_size: int, agent: Any, harness: "str | Harn
         if executor == "threads":
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
                 futures = [pool.submit(_episode, t, k, agent, spec, sandbox, kw, token_mode,
-                                       (skills or {}).get(t.instance_id), seed) for t, k in todo]
+                                       (skills or {}).get(t.instance_id), seed, model_options) for t, k in todo]
                 for fut in as_completed(futures):
                     finished(fut.result())
         elif executor == "ray":
-            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode, skills or {}, seed)
+            _collect_ray(todo, agent, spec, sandbox, kw, workers, finished, token_mode, skills or {}, seed, model_options)
         else:
             raise ValueError(f"unknown executor {executor!r}; use threads or ray")
     finally:
@@ -147,7 +149,7 @@ def collect(tasks: list[Task], group_size: int, agent: Any, harness: "str | Harn
 
 def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sandbox: str, kw: dict[str, Any],
                  workers: int, finished: Callable[[dict[str, Any]], None], token_mode: TokenMode | None,
-                 skills: dict[str, str], seed: int | None = None) -> None:
+                 skills: dict[str, str], seed: int | None = None, model_options: ModelOptions | None = None) -> None:
     """Ray tasks, at most ``workers`` in flight; connects to the cluster in RAY_ADDRESS or starts a
     local one. Records come back to this process, which alone writes the log."""
     import ray
@@ -162,7 +164,8 @@ def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sa
     while queue or pending:
         while queue and len(pending) < max(1, workers):
             t, k = queue.pop(0)
-            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode, skills.get(t.instance_id), seed))
+            pending.append(remote.remote(t, k, agent, spec_ref, sandbox, kw, token_mode, skills.get(t.instance_id), seed,
+                                         model_options))
         ready, pending = ray.wait(pending, num_returns=1)
         finished(ray.get(ready[0]))
 

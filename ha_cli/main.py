@@ -191,8 +191,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens, args.max_new_tokens)
         template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
         print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
-    summary = evaluate(tasks, policy=args.model or args.policy or "oracle", harness=spec, runs=args.runs, out_dir=args.out,
-                       token_mode=token_mode,
+    from ha_agents.llm.options import ModelOptions, load_model_kwargs
+
+    options = ModelOptions(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                           extra=load_model_kwargs(args.model_kwargs) if args.model_kwargs else {},
+                           api_key_env=args.api_key_env)
+    model = args.model or args.policy or "oracle"
+    if args.runs > 1 and not args.temperature and model.startswith(("openai:", "hf:")):
+        print(f"warning: --runs {args.runs} at temperature {args.temperature or 0} (greedy): the runs will be near "
+              "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
+    summary = evaluate(tasks, policy=model, harness=spec, runs=args.runs, out_dir=args.out,
+                       token_mode=token_mode, model_options=options, seed=args.seed,
                        sandbox=args.sandbox, workers=args.workers, progress=progress, executor=args.executor,
                        env_kwargs={"max_turns": args.max_turns})
     print(summary.markdown())
@@ -346,6 +355,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
     p.add_argument("--max-new-tokens", type=int, default=None, help="token mode: cap per model call "
                    "(never more than the context left)")
+    m = p.add_argument_group("model options (recorded in summary.json)")
+    m.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the backend's, 0)")
+    m.add_argument("--top-p", type=float, default=None)
+    m.add_argument("--max-tokens", type=int, default=None, help="cap per model call")
+    m.add_argument("--seed", type=int, default=None, help="seed every episode's sampling (per task, run and turn)")
+    m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
+    m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                   help="environment variable holding the API key (default OPENAI_API_KEY)")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.set_defaults(func=cmd_eval)
 

@@ -87,8 +87,10 @@ class FakeOpenAIServer:
                 with server.lock:
                     server.requests.append(body)
                     fault = server.faults.popleft() if server.faults else None
-                if fault in ("429", "500"):
-                    self._send(int(fault), {"error": {"message": f"injected {fault}"}})
+                if fault in ("429", "500") or (fault or "").startswith("429:"):
+                    code, _, after = fault.partition(":")
+                    self._send(int(code), {"error": {"message": f"injected {fault}"}},
+                               {"Retry-After": after} if after else None)
                     return
                 if fault == "drop":
                     self.connection.close()
@@ -109,9 +111,11 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def _send(self, code: int, payload: dict[str, Any]) -> None:
+            def _send(self, code: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 raw = json.dumps(payload).encode()
                 self.send_response(code)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()

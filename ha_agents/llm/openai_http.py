@@ -7,8 +7,9 @@
 - Token ids and logprobs are captured when the server returns them (vLLM: ``return_token_ids`` and
   ``logprobs``).
 - Retries (tenacity, exponential backoff with jitter) on 429, 5xx, timeouts, dropped connections
-  and unparsable bodies. A retry re-sends the same request; nothing is recorded until one attempt
-  succeeds, so a retry can never duplicate a turn.
+  and unparsable bodies; a 429 or 503 with ``Retry-After`` (seconds or an HTTP date) waits at least
+  that long (capped at ``retry_after_max_s``). A retry re-sends the same request; nothing is
+  recorded until one attempt succeeds, so a retry can never duplicate a turn.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class OpenAIConfig:
     timeout_s: float = 600.0
     max_attempts: int = 6
     backoff_max_s: float = 30.0
+    retry_after_max_s: float = 300.0
     logprobs: bool = False
     return_token_ids: bool = False
     """Ask vLLM for the generated token ids (needed for training from chat mode)."""
@@ -53,6 +55,8 @@ class OpenAIClient:
         self.config = config
         self.name = config.model
         self.requests = 0
+        self.sleep = time.sleep
+        """How retries wait (a test swaps in a recorder)."""
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  prompt_ids: list[int] | None = None, max_tokens: int | None = None,
@@ -86,9 +90,16 @@ class OpenAIClient:
             attempts += 1
             return self._post(path, body)
 
+        backoff = wait_random_exponential(multiplier=0.5, max=c.backoff_max_s)
+
+        def wait(state: Any) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            told = getattr(exc, "retry_after", None)
+            base = backoff(state)
+            return max(base, min(told, c.retry_after_max_s)) if told is not None else base
+
         try:
-            data = Retrying(stop=stop_after_attempt(c.max_attempts), reraise=True,
-                            wait=wait_random_exponential(multiplier=0.5, max=c.backoff_max_s),
+            data = Retrying(stop=stop_after_attempt(c.max_attempts), reraise=True, wait=wait, sleep=self.sleep,
                             retry=retry_if_exception_type(TransientLLMError))(once)
         except TransientLLMError as exc:
             raise LLMError(f"{c.model}: gave up after {attempts} attempts: {exc}") from exc
@@ -112,7 +123,9 @@ class OpenAIClient:
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace")
             if exc.code == 429 or exc.code >= 500:
-                raise TransientLLMError(f"HTTP {exc.code} from {url}: {detail}") from None
+                err = TransientLLMError(f"HTTP {exc.code} from {url}: {detail}")
+                err.retry_after = _retry_after(exc.headers.get("Retry-After"))  # type: ignore[attr-defined]
+                raise err from None
             raise LLMError(f"HTTP {exc.code} from {url}: {detail}") from None
         except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
             raise TransientLLMError(f"{url}: {getattr(exc, 'reason', exc)}") from None
@@ -123,6 +136,26 @@ class OpenAIClient:
         if not isinstance(data, dict) or not data.get("choices"):
             raise TransientLLMError(f"{url}: the response has no choices: {str(data)[:200]}")
         return data
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After``: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+
+        when = parsedate_to_datetime(value)
+        import datetime as _dt
+
+        return max(0.0, (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds())
+    except (TypeError, ValueError):
+        return None
 
 
 def _usage(data: dict[str, Any]) -> dict[str, int]:
