@@ -39,7 +39,7 @@ demo: install
 	$(BIN)/ha evolve run --suite mini --instances mini__invoice_rounding mini__semver_ranges --model oracle \
 	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
 	$(BIN)/ha train --backend local --suite mini --instances mini__ini_interpolation mini__invoice_rounding \
-	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 150 --updates 3 \
+	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 250 --updates 3 \
 	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --max-new-tokens 700 --context-tokens 8192 \
 	  --out $(OUT)/train
 
@@ -53,6 +53,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_docker.py
 	$(BIN)/python benchmarks/bench_grading.py
 	$(BIN)/python benchmarks/bench_evolve.py
+	$(BIN)/python benchmarks/bench_train.py
+	$(BIN)/python benchmarks/bench_learning.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info
