@@ -12,10 +12,12 @@ about fifteen lines of loss; the GRPO maths here stays ours and tested either wa
   generation runs with dropout off, and so does the loss, so the recomputed logprobs match the
   sampler's up to numerics (the mismatch is reported per update).
 - Update: ``mini_batches`` optimizer steps per update, each over its share of the samples, the
-  loss normalised over that mini-batch's mask-1 tokens (token-mean) across micro-batches. Micro-
-  batches are length-sorted and padded up to ``micro_batch_tokens``; only mask-1 positions go
-  through the LM head (``pack=False`` is the naive per-sample, full-vocabulary baseline kept for
-  ``benchmarks/bench_train.py``).
+  loss normalised over that mini-batch's mask-1 tokens (token-mean) across micro-batches. A
+  micro-batch holds members of one GRPO group (length-sorted, padded up to ``micro_batch_tokens``);
+  their shared prompt runs once and every member's continuation attends to its cached keys and
+  values (``share_prefix``); only mask-1 positions go through the LM head. ``pack=False`` is the
+  naive per-sample, full-vocabulary baseline kept for ``benchmarks/bench_train.py``; the tests
+  check both give the same update.
 - Checkpoints hold the model, the optimizer, the step and every RNG state.
 """
 
@@ -50,6 +52,10 @@ class LocalConfig:
     device: str | None = None
     seed: int = 0
     pack: bool = True
+    share_prefix: bool = True
+    """Members of a GRPO group start from the same prompt: run it once per micro-batch and let every
+    member's continuation attend to its cached keys and values (gradients flow back through the one
+    shared prefix). Only mask-0 tokens are ever shared."""
 
 
 class LocalTrainer:
@@ -118,8 +124,7 @@ class LocalTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             mb_loss = 0.0
             for micro in self._micro_batches(mb):
-                ids, attn, mask, old, adv = self._tensors(micro)
-                logp, entropy = self._logprobs(self.model, ids, attn, mask, with_entropy=bool(self.config.loss.entropy_coef))
+                logp, mask, old, adv, entropy = self._micro(self.model, micro, bool(self.config.loss.entropy_coef))
                 have_old = ~torch.isnan(old)
                 if mb_i == 0:
                     sel = mask.bool() & have_old
@@ -129,7 +134,7 @@ class LocalTrainer:
                 ref = None
                 if self.ref_model is not None:
                     with torch.no_grad():
-                        ref, _ = self._logprobs(self.ref_model, ids, attn, mask)
+                        ref = self._micro(self.ref_model, micro)[0]
                 loss, m = self.loss_fn(logp, old_logp, adv, mask, self.config.loss, norm=norm, n_seqs=len(mb),
                                        ref_logp=ref, entropy=entropy)
                 loss.backward()
@@ -168,8 +173,7 @@ class LocalTrainer:
             norm = float(sum(s.n_trainable for s in samples))
             total = 0.0
             for micro in self._micro_batches(samples):
-                ids, attn, mask, _, _ = self._tensors(micro)
-                logp, _ = self._logprobs(self.model, ids, attn, mask)
+                logp, mask, _, _, _ = self._micro(self.model, micro)
                 loss = -(logp * mask).sum() / norm
                 loss.backward()
                 total += float(loss.detach())
@@ -219,6 +223,14 @@ class LocalTrainer:
     def _micro_batches(self, samples: list[Sample]) -> list[list[Sample]]:
         if not self.config.pack:
             return [[s] for s in samples]
+        if self.config.share_prefix:
+            by_group: dict[str, list[Sample]] = {}
+            for s in samples:
+                by_group.setdefault(s.group, []).append(s)
+            return [m for members in by_group.values() for m in self._length_batches(members)]
+        return self._length_batches(samples)
+
+    def _length_batches(self, samples: list[Sample]) -> list[list[Sample]]:
         out: list[list[Sample]] = []
         cur: list[Sample] = []
         for s in sorted(samples, key=lambda s: len(s.token_ids)):
@@ -249,6 +261,65 @@ class LocalTrainer:
         adv = torch.tensor([s.advantage for s in micro], dtype=torch.float)
         d = self.device
         return ids.to(d), attn.to(d), mask.to(d), old.to(d), adv.to(d)
+
+    def _shared_prefix(self, micro: list[Sample]) -> int:
+        """Tokens every member shares before any member's first mask-1 token (0: no sharing)."""
+        if not (self.config.pack and self.config.share_prefix) or len(micro) < 2:
+            return 0
+        first = min(s.loss_mask.index(1) if 1 in s.loss_mask else len(s.loss_mask) for s in micro)
+        ref = micro[0].token_ids
+        n = 0
+        limit = min(first, *(len(s.token_ids) - 1 for s in micro))
+        while n < limit and all(s.token_ids[n] == ref[n] for s in micro):
+            n += 1
+        return n if n >= 32 else 0
+
+    def _micro(self, model: Any, micro: list[Sample], with_entropy: bool = False) -> tuple[Any, ...]:
+        """(logp, mask, old, adv, entropy) of one micro-batch, aligned [B, targets]."""
+        P = self._shared_prefix(micro)
+        if not P:
+            ids, attn, mask, old, adv = self._tensors(micro)
+            logp, ent = self._logprobs(model, ids, attn, mask, with_entropy)
+            return logp, mask, old, adv, ent
+        return self._logprobs_shared(model, micro, P, with_entropy)
+
+    def _logprobs_shared(self, model: Any, micro: list[Sample], P: int, with_entropy: bool) -> tuple[Any, ...]:
+        torch = self.torch
+        d = self.device
+        B = len(micro)
+        S = max(len(s.token_ids) for s in micro) - P
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        suf = torch.full((B, S), pad, dtype=torch.long)
+        sattn = torch.zeros((B, S), dtype=torch.long)
+        mask = torch.zeros((B, S))
+        old = torch.full((B, S), float("nan"))
+        for i, s in enumerate(micro):
+            n = len(s.token_ids) - P
+            suf[i, :n] = torch.tensor(s.token_ids[P:])
+            sattn[i, :n] = 1
+            mask[i, :n] = torch.tensor(s.loss_mask[P:], dtype=torch.float)  # targets P .. end
+            old[i, :n] = torch.tensor([math.nan if lp is None else lp for lp in s.logprobs[P:]], dtype=torch.float)
+        suf, sattn, mask, old = suf.to(d), sattn.to(d), mask.to(d), old.to(d)
+        adv = torch.tensor([s.advantage for s in micro], dtype=torch.float, device=d)
+        base = model.base_model
+        pre = base(input_ids=torch.tensor([micro[0].token_ids[:P]], device=d), use_cache=True)
+        cache = pre.past_key_values
+        cache.batch_repeat_interleave(B)
+        attn = torch.cat([torch.ones((B, P), dtype=torch.long, device=d), sattn], dim=1)
+        pos = torch.arange(P, P + S, device=d).unsqueeze(0).expand(B, S)
+        hs = base(input_ids=suf, attention_mask=attn, past_key_values=cache, position_ids=pos).last_hidden_state
+        # the prefix's last position predicts each member's first suffix token; suffix position j
+        # predicts suffix token j + 1
+        hidden = torch.cat([pre.last_hidden_state[:, -1:].expand(B, 1, -1), hs[:, :-1]], dim=1)
+        sel = mask > 0
+        logits = model.get_output_embeddings()(hidden[sel]).float() / (self.config.temperature or 1.0)
+        lsm = torch.log_softmax(logits, dim=-1)
+        picked = lsm.gather(-1, suf[sel].unsqueeze(-1)).squeeze(-1)
+        logp = torch.zeros(mask.shape, dtype=picked.dtype, device=d).masked_scatter(sel, picked)
+        ent = None
+        if with_entropy:
+            ent = torch.zeros(mask.shape, dtype=picked.dtype, device=d).masked_scatter(sel, -(lsm.exp() * lsm).sum(-1))
+        return logp, mask, old, adv, ent
 
     def _logprobs(self, model: Any, ids: Any, attn: Any, mask: Any, with_entropy: bool = False) -> tuple[Any, Any]:
         """Logprobs [B, T-1] of each next token at the sampling temperature; only mask-1 positions

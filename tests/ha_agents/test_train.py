@@ -129,11 +129,13 @@ def tiny_model(tmp_path_factory):
 
 def _samples(trainer, n=5, seed=0):
     rng = random.Random(seed)
+    prompt = [rng.randrange(10, 1400) for _ in range(40)]  # one group: one prompt, then each member's own turns
     out = []
     for i in range(n):
         L = rng.randint(20, 60)
-        ids = [rng.randrange(10, 1400) for _ in range(L)]
-        mask = [0] * 8 + [rng.random() < 0.7 for _ in range(L - 8)]
+        ids = prompt + [rng.randrange(10, 1400) for _ in range(L)]
+        mask = [0] * 40 + [0] + [rng.random() < 0.7 for _ in range(L - 1)]
+        L += 40
         out.append(Sample(token_ids=ids, loss_mask=[int(m) for m in mask], logprobs=[None] * L,
                           reward=float(i % 2), advantage=0.5 if i % 2 else -0.5, group="g", instance_id="g", run=i + 1))
     # the rollout logprobs of the current policy (what the in-process sampler would report)
@@ -151,7 +153,10 @@ def test_local_update_packed_equals_naive_and_reports_metrics(tiny_model):
     grads = []
     metrics = []
     for pack in (True, False):
-        tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-3, pack=pack, micro_batch_tokens=120))
+        tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-3, pack=pack, micro_batch_tokens=240))
+        if pack:  # the group's shared prompt runs once (prefix sharing), in more than one micro-batch
+            mbs = tr._micro_batches(_samples(tr))
+            assert len(mbs) > 1 and all(tr._shared_prefix(m) >= 40 for m in mbs if len(m) > 1)
         m = tr.update(_samples(tr))
         metrics.append(m)
         grads.append(torch.cat([p.detach().flatten() for p in tr.model.parameters()]))
