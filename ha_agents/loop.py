@@ -130,9 +130,9 @@ class AgentLoop:
                 traj.messages.extend(obs)
                 break
             kw: dict[str, Any] = {}
-            if "max_tokens" in self._options and (tracking or self.config.max_new_tokens):
-                cap = self.config.max_new_tokens
-                kw["max_tokens"] = min(cap, left) if tracking and cap else (left if tracking else cap)
+            caps = [c for c in (self.config.max_new_tokens, left if tracking else None) if c]
+            if "max_tokens" in self._options and caps:
+                kw["max_tokens"] = min(caps)
             if "seed" in self._options and seed is not None:
                 kw["seed"] = (int(seed) * 1_000_003 + turns) % (2 ** 31)
             t1 = time.monotonic()

@@ -22,9 +22,6 @@ class TokenCodec:
             return list(self.tok.encode(text, add_special_tokens=False))
         return self.tok.encode(text, add_special_tokens=False).ids
 
-    def decode(self, ids: list[int]) -> str:
-        return self.tok.decode(ids, skip_special_tokens=False)
-
     def token_to_id(self, token: str) -> int | None:
         if not self.hf:
             return self.tok.token_to_id(token)

@@ -21,7 +21,12 @@ class LLMError(RuntimeError):
 
 
 class TransientLLMError(LLMError):
-    """A failure worth retrying: 429, 5xx, a timeout, a dropped connection, a cut response."""
+    """A failure worth retrying: 429, 5xx, a timeout, a dropped connection, a cut response.
+    ``retry_after``: the seconds the server asked to wait (``Retry-After``), when it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import socket
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 import time
 import urllib.error
 import urllib.request
@@ -94,7 +96,7 @@ class OpenAIClient:
 
         def wait(state: Any) -> float:
             exc = state.outcome.exception() if state.outcome is not None else None
-            told = getattr(exc, "retry_after", None)
+            told = exc.retry_after if isinstance(exc, TransientLLMError) else None
             base = backoff(state)
             return max(base, min(told, c.retry_after_max_s)) if told is not None else base
 
@@ -123,9 +125,8 @@ class OpenAIClient:
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace")
             if exc.code == 429 or exc.code >= 500:
-                err = TransientLLMError(f"HTTP {exc.code} from {url}: {detail}")
-                err.retry_after = _retry_after(exc.headers.get("Retry-After"))  # type: ignore[attr-defined]
-                raise err from None
+                raise TransientLLMError(f"HTTP {exc.code} from {url}: {detail}",
+                                        retry_after=_retry_after(exc.headers.get("Retry-After"))) from None
             raise LLMError(f"HTTP {exc.code} from {url}: {detail}") from None
         except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
             raise TransientLLMError(f"{url}: {getattr(exc, 'reason', exc)}") from None
@@ -148,12 +149,7 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        from email.utils import parsedate_to_datetime
-
-        when = parsedate_to_datetime(value)
-        import datetime as _dt
-
-        return max(0.0, (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds())
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
     except (TypeError, ValueError):
         return None
 

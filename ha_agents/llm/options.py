@@ -4,7 +4,6 @@ recorded in ``summary.json``."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,21 +31,9 @@ class ModelOptions:
 
 def load_model_kwargs(path: str | Path) -> dict[str, Any]:
     """A JSON or YAML mapping of request fields."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ValueError(f"--model-kwargs {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text) if p.suffix == ".json" else _yaml(text)
-    except Exception as exc:  # noqa: BLE001 - a parse error of either format
-        raise ValueError(f"--model-kwargs {path}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from None
+    from ha_envs.harness.spec import read_data_file
+
+    data = read_data_file(path, "--model-kwargs file")
     if not isinstance(data, dict):
         raise ValueError(f"--model-kwargs {path}: expected a mapping of request fields, got {type(data).__name__}")
     return data
-
-
-def _yaml(text: str) -> Any:
-    import yaml
-
-    return yaml.safe_load(text)

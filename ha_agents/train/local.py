@@ -156,8 +156,7 @@ class LocalTrainer:
     def sequence_logprob(self, sample: Sample) -> Any:
         """The differentiable sum of the policy's logprobs over ``sample``'s mask-1 tokens (for
         algorithms written on top of this trainer's model)."""
-        ids, attn, mask, _, _ = self._tensors([sample])
-        logp, _ = self._logprobs(self.model, ids, attn, mask)
+        logp, mask, _, _, _ = self._micro(self.model, [sample])
         return (logp * mask).sum()
 
     def sft(self, samples: list[Sample], epochs: int = 1, lr: float | None = None) -> list[float]:
@@ -165,8 +164,7 @@ class LocalTrainer:
         batch per epoch (advantage 1, ratio 1: the GRPO gradient reduces to the NLL gradient)."""
         torch = self.torch
         if lr is not None:
-            for g in self.optimizer.param_groups:
-                g["lr"] = lr
+            self._set_lr(lr)
         losses = []
         for _ in range(epochs):
             self.optimizer.zero_grad(set_to_none=True)
@@ -181,9 +179,12 @@ class LocalTrainer:
             self.optimizer.step()
             losses.append(total)
         if lr is not None:
-            for g in self.optimizer.param_groups:
-                g["lr"] = self.config.lr
+            self._set_lr(self.config.lr)
         return losses
+
+    def _set_lr(self, lr: float) -> None:
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save(self, path: Path) -> None:
@@ -212,8 +213,7 @@ class LocalTrainer:
             raise ValueError(f"{path}: the checkpoint does not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
         blob = torch.load(path / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(blob["optimizer"])
-        for g in self.optimizer.param_groups:  # the learning rate is this run's (a resume may change it)
-            g["lr"] = self.config.lr
+        self._set_lr(self.config.lr)  # the learning rate is this run's (a resume may change it)
         self.step = int(blob["step"])
         torch.set_rng_state(blob["torch_rng"])
         random.setstate(blob["python_rng"])
@@ -243,21 +243,26 @@ class LocalTrainer:
             out.append(cur)
         return out
 
-    def _tensors(self, micro: list[Sample]) -> tuple[Any, ...]:
+    def _rows(self, micro: list[Sample], P: int = 0) -> tuple[Any, ...]:
+        """Padded tensors of a micro-batch from token ``P`` on: input ids and attention [B, L], and
+        per predicted token its loss mask and rollout logprob (NaN where none) [B, L'], where
+        position t predicts token t + 1; with a shared prefix (P > 0) the prefix's last position
+        predicts token P, so L' = L, else L' = L - 1. Also the advantages [B]."""
         torch = self.torch
-        T = max(len(s.token_ids) for s in micro)
+        first = P if P else 1
+        L = max(len(s.token_ids) for s in micro) - P
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        ids = torch.full((len(micro), T), pad, dtype=torch.long)
-        attn = torch.zeros((len(micro), T), dtype=torch.long)
-        mask = torch.zeros((len(micro), T - 1))
-        old = torch.full((len(micro), T - 1), float("nan"))
+        ids = torch.full((len(micro), L), pad, dtype=torch.long)
+        attn = torch.zeros((len(micro), L), dtype=torch.long)
+        mask = torch.zeros((len(micro), L - (first - P)))
+        old = torch.full(mask.shape, float("nan"))
         for i, s in enumerate(micro):
             n = len(s.token_ids)
-            ids[i, :n] = torch.tensor(s.token_ids)
-            attn[i, :n] = 1
-            # position t predicts token t+1: the mask and rollout logprob of token t+1
-            mask[i, : n - 1] = torch.tensor(s.loss_mask[1:], dtype=torch.float)
-            old[i, : n - 1] = torch.tensor([math.nan if lp is None else lp for lp in s.logprobs[1:]], dtype=torch.float)
+            ids[i, : n - P] = torch.tensor(s.token_ids[P:])
+            attn[i, : n - P] = 1
+            mask[i, : n - first] = torch.tensor(s.loss_mask[first:], dtype=torch.float)
+            old[i, : n - first] = torch.tensor([math.nan if lp is None else lp for lp in s.logprobs[first:]],
+                                               dtype=torch.float)
         adv = torch.tensor([s.advantage for s in micro], dtype=torch.float)
         d = self.device
         return ids.to(d), attn.to(d), mask.to(d), old.to(d), adv.to(d)
@@ -275,77 +280,43 @@ class LocalTrainer:
         return n if n >= 32 else 0
 
     def _micro(self, model: Any, micro: list[Sample], with_entropy: bool = False) -> tuple[Any, ...]:
-        """(logp, mask, old, adv, entropy) of one micro-batch, aligned [B, targets]."""
+        """(logp, mask, old, adv, entropy) of one micro-batch, aligned [B, predicted tokens]: logprobs
+        at the sampling temperature, zero at mask-0 positions. ``pack`` off is the naive baseline
+        (full-vocabulary log-softmax at every position); otherwise only mask-1 positions go through
+        the LM head, and a group's shared prompt runs once (its cache serves every member)."""
+        torch = self.torch
         P = self._shared_prefix(micro)
-        if not P:
-            ids, attn, mask, old, adv = self._tensors(micro)
-            logp, ent = self._logprobs(model, ids, attn, mask, with_entropy)
-            return logp, mask, old, adv, ent
-        return self._logprobs_shared(model, micro, P, with_entropy)
-
-    def _logprobs_shared(self, model: Any, micro: list[Sample], P: int, with_entropy: bool) -> tuple[Any, ...]:
-        torch = self.torch
-        d = self.device
-        B = len(micro)
-        S = max(len(s.token_ids) for s in micro) - P
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        suf = torch.full((B, S), pad, dtype=torch.long)
-        sattn = torch.zeros((B, S), dtype=torch.long)
-        mask = torch.zeros((B, S))
-        old = torch.full((B, S), float("nan"))
-        for i, s in enumerate(micro):
-            n = len(s.token_ids) - P
-            suf[i, :n] = torch.tensor(s.token_ids[P:])
-            sattn[i, :n] = 1
-            mask[i, :n] = torch.tensor(s.loss_mask[P:], dtype=torch.float)  # targets P .. end
-            old[i, :n] = torch.tensor([math.nan if lp is None else lp for lp in s.logprobs[P:]], dtype=torch.float)
-        suf, sattn, mask, old = suf.to(d), sattn.to(d), mask.to(d), old.to(d)
-        adv = torch.tensor([s.advantage for s in micro], dtype=torch.float, device=d)
-        base = model.base_model
-        pre = base(input_ids=torch.tensor([micro[0].token_ids[:P]], device=d), use_cache=True)
-        cache = pre.past_key_values
-        cache.batch_repeat_interleave(B)
-        attn = torch.cat([torch.ones((B, P), dtype=torch.long, device=d), sattn], dim=1)
-        pos = torch.arange(P, P + S, device=d).unsqueeze(0).expand(B, S)
-        hs = base(input_ids=suf, attention_mask=attn, past_key_values=cache, position_ids=pos).last_hidden_state
-        # the prefix's last position predicts each member's first suffix token; suffix position j
-        # predicts suffix token j + 1
-        hidden = torch.cat([pre.last_hidden_state[:, -1:].expand(B, 1, -1), hs[:, :-1]], dim=1)
-        sel = mask > 0
-        logits = model.get_output_embeddings()(hidden[sel]).float() / (self.config.temperature or 1.0)
-        lsm = torch.log_softmax(logits, dim=-1)
-        picked = lsm.gather(-1, suf[sel].unsqueeze(-1)).squeeze(-1)
-        logp = torch.zeros(mask.shape, dtype=picked.dtype, device=d).masked_scatter(sel, picked)
-        ent = None
-        if with_entropy:
-            ent = torch.zeros(mask.shape, dtype=picked.dtype, device=d).masked_scatter(sel, -(lsm.exp() * lsm).sum(-1))
-        return logp, mask, old, adv, ent
-
-    def _logprobs(self, model: Any, ids: Any, attn: Any, mask: Any, with_entropy: bool = False) -> tuple[Any, Any]:
-        """Logprobs [B, T-1] of each next token at the sampling temperature; only mask-1 positions
-        go through the LM head (zeros elsewhere) unless ``pack`` is off (the naive baseline)."""
-        torch = self.torch
-        temp = self.config.temperature or 1.0
-        targets = ids[:, 1:]
+        ids, attn, mask, old, adv = self._rows(micro, P)
         head = model.get_output_embeddings()
         if not self.config.pack or head is None:
-            logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float() / temp
+            logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float() / (self.config.temperature or 1.0)
             lsm = torch.log_softmax(logits, dim=-1)
-            logp = lsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            logp = lsm.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
             ent = -(lsm.exp() * lsm).sum(-1) if with_entropy else None
-            return logp * (mask > 0), ent
-        hidden = model.base_model(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+            return logp * (mask > 0), mask, old, adv, ent
+        base = model.base_model
+        if not P:
+            hidden = base(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+            targets = ids[:, 1:]
+        else:
+            B, S = ids.shape
+            pre = base(input_ids=torch.tensor([micro[0].token_ids[:P]], device=self.device), use_cache=True)
+            cache = pre.past_key_values
+            cache.batch_repeat_interleave(B)
+            full_attn = torch.cat([torch.ones((B, P), dtype=torch.long, device=self.device), attn], dim=1)
+            pos = torch.arange(P, P + S, device=self.device).unsqueeze(0).expand(B, S)
+            hs = base(input_ids=ids, attention_mask=full_attn, past_key_values=cache, position_ids=pos).last_hidden_state
+            hidden = torch.cat([pre.last_hidden_state[:, -1:].expand(B, 1, -1), hs[:, :-1]], dim=1)
+            targets = ids
         sel = mask > 0
-        logits = head(hidden[sel]).float() / temp
-        lsm = torch.log_softmax(logits, dim=-1)
+        lsm = torch.log_softmax(head(hidden[sel]).float() / (self.config.temperature or 1.0), dim=-1)
         picked = lsm.gather(-1, targets[sel].unsqueeze(-1)).squeeze(-1)
-        logp = torch.zeros(mask.shape, dtype=picked.dtype, device=picked.device)
-        logp = logp.masked_scatter(sel, picked)
+        logp = torch.zeros(mask.shape, dtype=picked.dtype, device=picked.device).masked_scatter(sel, picked)
         ent = None
         if with_entropy:
             ent = torch.zeros(mask.shape, dtype=picked.dtype, device=picked.device).masked_scatter(
                 sel, -(lsm.exp() * lsm).sum(-1))
-        return logp, ent
+        return logp, mask, old, adv, ent
 
 
 def _tied(model: Any, key: str) -> bool:

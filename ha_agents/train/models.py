@@ -17,11 +17,7 @@ def suite_corpus(suite: str = "mini") -> list[str]:
     tasks = load_suite(suite)
     texts = [t.problem_statement for t in tasks] + [t.gold_patch for t in tasks]
     texts += [str([t.openai_schema() for t in TOOLS.values()])]
-    for name in ("h0", "h1", "h2"):
-        try:
-            texts.append(load_spec(name).system_prompt)
-        except Exception:  # noqa: BLE001 - a preset without a prompt adds nothing
-            pass
+    texts += [load_spec(name).system_prompt for name in ("h0", "h1", "h2")]
     return texts
 
 

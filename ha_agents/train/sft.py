@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ha_envs.actions import ToolCall
+from ha_envs.harness.parsers import render_call
 from ha_envs.task import Task
 
 from ..episode import TokenMode
@@ -45,7 +47,7 @@ class TokenizingClient:
         for tc in msg.pop("tool_calls", None) or []:
             fn = tc["function"]
             args = json.loads(fn["arguments"]) if isinstance(fn["arguments"], str) else fn["arguments"]
-            text += ("\n" if text else "") + "<tool_call>\n" + json.dumps({"name": fn["name"], "arguments": args}) + "\n</tool_call>"
+            text += ("\n" if text else "") + render_call(ToolCall(fn["name"], args), "hermes")
         ids = self.codec.encode(text) + [self.eos_id]
         return Completion(message={"role": "assistant", "content": text, "finish_reason": "stop"}, token_ids=ids,
                           finish_reason="stop")

@@ -35,6 +35,7 @@ serving the other episodes of the worker.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from typing import Any
@@ -43,38 +44,48 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 import ha_envs
 from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.loaders import resolve_tasks
 from ha_envs.task import Task
 
-from ..chat_template import template_view
+from ..chat_template import ModelTemplate, template_view
 from .base import TRUNCATED
 
 log = logging.getLogger(__name__)
 
 EXTRA_KEYS = ("resolved", "truncated", "termination", "mask_sample", "harness_hash", "turns")
-_TASKS: dict[str, dict[str, Task]] = {}
+"""The keys of every episode's ``reward_extra_info`` (verl batches them, so all episodes share them)."""
+
+
+@functools.lru_cache(maxsize=4)
+def _end_of_turn_ids(tokenizer: Any) -> frozenset[int]:
+    """The token the model's own chat template ends an assistant turn with, and the tokenizer's eos
+    (once per tokenizer: verl builds a loop per episode)."""
+    eot = tokenizer.convert_tokens_to_ids(ModelTemplate(tokenizer).eos)
+    return frozenset(i for i in (eot, getattr(tokenizer, "eos_token_id", None)) if isinstance(i, int))
+
+
+def _extra_info(resolved: bool, truncated: bool, termination: str, masked: bool, harness_hash: str,
+                turns: int) -> dict[str, Any]:
+    return dict(zip(EXTRA_KEYS, (float(resolved), float(truncated), termination, float(masked), harness_hash,
+                                 float(turns))))
 
 
 def load_tasks(source: dict[str, Any]) -> dict[str, Task]:
     """Tasks by instance id from ``{suite: NAME} | {jsonl: PATH} | {benchmark: NAME, data: PATH}``,
     loaded once per process."""
-    key = repr(sorted(source.items()))
-    if key not in _TASKS:
-        if source.get("suite"):
-            from ha_envs.loaders import load_suite
+    return _load_tasks(tuple(sorted(source.items())))
 
-            tasks = load_suite(source["suite"])
-        elif source.get("jsonl"):
-            from ha_envs.loaders import load_jsonl
 
-            tasks = load_jsonl(source["jsonl"])
-        elif source.get("benchmark"):
-            from ha_envs.benchmarks import load_benchmark
+@functools.lru_cache(maxsize=8)
+def _load_tasks(items: tuple[tuple[str, Any], ...]) -> dict[str, Task]:
+    source = dict(items)
+    if source.get("benchmark"):
+        from ha_envs.benchmarks import load_benchmark
 
-            tasks = load_benchmark(source["benchmark"], source=source.get("data"))
-        else:
-            raise ValueError(f"tasks: expected suite, jsonl or benchmark, got {source!r}")
-        _TASKS[key] = {t.instance_id: t for t in tasks}
-    return _TASKS[key]
+        tasks = load_benchmark(source["benchmark"], source=source.get("data"))
+    else:
+        tasks = resolve_tasks(suite=source.get("suite"), jsonl=source.get("jsonl"))
+    return {t.instance_id: t for t in tasks}
 
 
 def _spec(value: Any) -> HarnessSpec:
@@ -104,11 +115,7 @@ class HarnessAgentLoop(AgentLoopBase):
         self.truncated = truncated
         self.max_turns = max_turns
         self.response_length = int(self.rollout_config.response_length)
-        self.eos_ids = {i for i in (getattr(self.tokenizer, "eos_token_id", None),) if i is not None}
-        for tok in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>"):
-            i = self.tokenizer.convert_tokens_to_ids(tok)
-            if isinstance(i, int) and i != getattr(self.tokenizer, "unk_token_id", None):
-                self.eos_ids.add(i)
+        self.eos_ids = _end_of_turn_ids(self.tokenizer)
 
     async def _call(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
@@ -194,15 +201,12 @@ class HarnessAgentLoop(AgentLoopBase):
             prompt_ids=prompt, response_ids=response_ids, response_mask=resp_mask,
             response_logprobs=list(logprobs[:n]) if logprobs is not None and len(logprobs) >= n else None,
             reward_score=float(reward), num_turns=2 * turns + 1, metrics=AgentLoopMetrics(),
-            extra_fields={"reward_extra_info": {
-                "resolved": float(bool(grade.get("resolved"))), "truncated": float(truncated),
-                "termination": str(termination), "mask_sample": float(masked), "harness_hash": spec.hash,
-                "turns": float(turns)}})
+            extra_fields={"reward_extra_info": _extra_info(bool(grade.get("resolved")), truncated, str(termination),
+                                                           masked, spec.hash, turns)})
 
     def _failed(self, error: str, spec: HarnessSpec) -> AgentLoopOutput:
         log.warning("episode masked: %s", error)
         eos = next(iter(self.eos_ids), 0)
         return AgentLoopOutput(prompt_ids=[eos], response_ids=[eos], response_mask=[0], response_logprobs=[0.0],
                                reward_score=0.0, num_turns=0, metrics=AgentLoopMetrics(), extra_fields={
-                                   "reward_extra_info": {"resolved": 0.0, "truncated": 0.0, "termination": "sandbox_error",
-                                                         "mask_sample": 1.0, "harness_hash": spec.hash, "turns": 0.0}})
+                                   "reward_extra_info": _extra_info(False, False, "sandbox_error", True, spec.hash, 0)})

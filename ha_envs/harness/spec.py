@@ -58,6 +58,20 @@ class Component:
 DEFINE_KEY = {"tool": "script", "hook": "rule"}
 
 
+def read_data_file(path: str | Path, what: str, error: type[Exception] = ValueError) -> Any:
+    """A JSON (``.json``) or YAML file's data; ``error`` with the path and the reason when it cannot
+    be read or parsed."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from None
+    try:
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise error(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+
+
 @functools.lru_cache(maxsize=256)
 def _checked_definition(kind: str, name: str, blob: str) -> str:
     check = check_script_tool if kind == "tool" else check_rule_hook
@@ -122,16 +136,7 @@ class HarnessSpec:
 
     @classmethod
     def load(cls, path: str | Path) -> "HarnessSpec":
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise HarnessSpecError(f"cannot read harness spec {path}: {exc}") from None
-        try:
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise HarnessSpecError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
-        return cls.from_dict(data, origin=str(path))
+        return cls.from_dict(read_data_file(path, "harness spec", HarnessSpecError), origin=str(path))
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)

@@ -140,9 +140,8 @@ def _samples(trainer, n=5, seed=0):
                           reward=float(i % 2), advantage=0.5 if i % 2 else -0.5, group="g", instance_id="g", run=i + 1))
     # the rollout logprobs of the current policy (what the in-process sampler would report)
     for s in out:
-        ids, attn, mask, _, _ = trainer._tensors([s])
         with torch.no_grad():
-            lp, _ = trainer._logprobs(trainer.model, ids, attn, mask)
+            lp = trainer._micro(trainer.model, [s])[0]
         s.logprobs = [None] + [float(x) if m else None for x, m in zip(lp[0], s.loss_mask[1:])]
     return out
 
