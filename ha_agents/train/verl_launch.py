@@ -126,6 +126,9 @@ def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: 
                                 loss_agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef,
                                 temperature=args.temperature) + list(args.override)
     (d / "overrides.txt").write_text("\n".join(overrides) + "\n")
+    if len(tasks) < args.tasks_per_update:
+        print(f"warning: {args.tasks_per_update} tasks per update but the dataset has {len(tasks)}: verl's loader "
+              f"would form no batch; pass --tasks-per-update {len(tasks)} or more tasks", file=sys.stderr)
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     print(f"agent loop: {loop_yaml}\ndataset: {train_file} ({len(tasks)} tasks)\noverrides: {d / 'overrides.txt'}")
     print("command:\n  PYTHONPATH=" + shlex.quote(str(ROOT)) + " " + " ".join(shlex.quote(c) for c in cmd))

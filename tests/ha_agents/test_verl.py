@@ -228,8 +228,10 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
     out = tmp_path / "verl-run"
     assert main(["train", "--backend", "verl", "--dry-run", "--model", str(model_dir), "--suite", "mini", "--limit", "4",
                  "--harness", "h0", "--updates", "7", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "verl.trainer.main_ppo" in text
+    assert "warning: 46 tasks per update but the dataset has 4" in captured.err
     ov = (out / "verl" / "overrides.txt").read_text().split()
     for want in ("algorithm.adv_estimator=grpo", "algorithm.norm_adv_by_std_in_grpo=false",
                  "actor_rollout_ref.rollout.n=4", "data.train_batch_size=46", "actor_rollout_ref.actor.optim.lr=1e-06",
