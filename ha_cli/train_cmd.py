@@ -89,7 +89,7 @@ def _need_torch() -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ha_cli.main import _tasks
+    from ha_cli.selection import select_tasks as _tasks
 
     tasks = _tasks(args)
     spec = resolve_harness(args.harness)

@@ -31,8 +31,6 @@ BENCHMARKS = {
     "pro": "ScaleAI/SWE-bench_Pro",
     "r2e": "R2E-Gym/R2E-Gym-Lite",
 }
-REAL_BENCHMARKS = frozenset({"swebench_verified", "swebench_multilingual", "swebench_pro", "r2e_gym"})
-"""``Task.benchmark`` of the tasks these loaders make."""
 LOCAL_FILES = {  # under HA_DATA_DIR (the layout of ../shared/data)
     "verified": "swebench_verified/test.jsonl",
     "multilingual": "swebench_multilingual/test.jsonl",
@@ -261,7 +259,7 @@ def r2e_task(row: dict[str, Any], bench: str, provenance: str, drop: dict[str, A
     (test files). Graded as R2E-Gym grades: in its image, ``/r2e_tests`` copied to ``r2e_tests`` and
     ``run_tests.sh`` run; elsewhere pytest on the commit's test files; then exact equality of the
     parsed log with ``expected_output_json``."""
-    from .grading.grader import split_patch
+    from .grading.patchfile import split_patch
     from .task import patch_paths
 
     expected = json.loads(row["expected_output_json"])

@@ -356,17 +356,4 @@ def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
     return message("user", text, "tool", name=call.name, **extra)
 
 
-def make(task: Task | str | None = None, harness: Any = "h0", sandbox: str | SandboxMaker = "local",
-         **kwargs: Any) -> gym.Env:
-    """A repair env wrapped in a harness: a preset name (``h0``, ``h1``, ``h2``, ``openhands``), a
-    path to a YAML/JSON HarnessSpec, or a HarnessSpec. This is the entry point of the gym id
-    ``ha_envs/Repair-v0``."""
-    from .harness import build, load_spec  # the harness package builds on this module
-
-    # Limits given here win over the spec's (and so change its hash: the record stays honest).
-    spec = load_spec(harness).with_limits(kwargs.get("max_turns"), kwargs.get("command_timeout_s"),
-                                          kwargs.get("max_format_errors"))
-    return build(RepairEnv(task=task, sandbox=sandbox, **kwargs), spec)
-
-
-__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS", "make", "running"]
+__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS", "running"]

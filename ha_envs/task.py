@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 
+REAL_BENCHMARKS = frozenset({"swebench_verified", "swebench_multilingual", "swebench_pro", "r2e_gym"})
+"""``Task.benchmark`` of the tasks the real-benchmark loaders (``benchmarks.py``) make."""
+
+
 class TaskError(ValueError):
     """A task record is malformed or refers to something that does not exist."""
 

@@ -33,7 +33,7 @@ from ..sandbox.local import LocalSandbox, LocalSandboxConfig
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
-from ..task import Task
+from ..task import REAL_BENCHMARKS, Task
 from .parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
@@ -107,8 +107,6 @@ def tests_need_network(task: Task | None) -> bool:
     """Real-benchmark tests (a benchmark's row, or a task with a real environment spec) run with
     network, as the official harnesses run them (some PASS_TO_PASS tests open connections); the
     agent's own sandbox stays offline either way."""
-    from ..benchmarks import REAL_BENCHMARKS
-
     return task is not None and (task.benchmark in REAL_BENCHMARKS or bool((task.environment.extra or {}).get("specs")))
 
 

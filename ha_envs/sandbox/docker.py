@@ -23,7 +23,6 @@ import io
 import os
 import queue
 import shutil
-import socket
 import tarfile
 import tempfile
 import threading
@@ -31,16 +30,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
-
 from .base import PatchError, RunResult, SandboxError, nul_result
+from .daemon import LABEL, docker_client, owner, reap_orphans, retrying
 from .limits import DiskWatch, now_ticks
-from .reaper import pid_alive
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
 from .workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script, parse_diff_result
 
 T = TypeVar("T")
-LABEL = "harnessadapt"
 BASE_IMAGE = "harnessadapt/base:bookworm"
 _ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "NO_COLOR": "1",
         "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PIP_NO_INPUT": "1", "GIT_CONFIG_NOSYSTEM": "1",
@@ -76,52 +72,7 @@ class DockerSandboxConfig:
     docker_timeout_s: float = 120.0
 
 
-def transient(exc: BaseException) -> bool:
-    """Daemon errors worth retrying: 5xx answers and broken connections (not 4xx, not missing images)."""
-    import docker.errors
-    import requests
 
-    if isinstance(exc, docker.errors.ImageNotFound | docker.errors.NotFound):
-        return False
-    if isinstance(exc, docker.errors.APIError):
-        return exc.status_code is None or exc.status_code >= 500
-    return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.ReadTimeout | ConnectionError)
-
-
-def retrying(fn: Callable[[], T], attempts: int = 4) -> T:
-    return Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.2, max=2.0),
-                    retry=retry_if_exception(transient), reraise=True)(fn)
-
-
-def docker_client(timeout: float = 120.0) -> Any:
-    import docker
-
-    try:
-        client = docker.from_env(timeout=timeout)
-        retrying(client.ping)
-        return client
-    except Exception as exc:  # noqa: BLE001 - any failure here means "no usable daemon"
-        raise SandboxError(f"no Docker daemon answers ({exc}); start dockerd or use sandbox='local'") from exc
-
-
-def owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def reap_orphans(client: Any) -> int:
-    """Remove containers left by dead processes of this host (a crashed run)."""
-    host = socket.gethostname()
-    removed = 0
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        who = c.labels.get(f"{LABEL}.owner", "")
-        h, _, pid = who.rpartition(":")
-        if h == host and pid.isdigit() and not pid_alive(int(pid)):
-            try:
-                c.remove(force=True)
-                removed += 1
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-    return removed
 
 
 class ContainerPool:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .base import SandboxError
+from .daemon import LABEL, owner, retrying
 from .workcopy import Snapshot, prepare_snapshot
 
 BASE_REPO = "harnessadapt/base"
@@ -47,7 +48,6 @@ def _lock(key: str) -> threading.Lock:
 @contextmanager
 def _building(client: Any, base: str) -> Iterator[Any]:
     """A started, labelled, network-less container of ``base`` to derive an image from; removed after."""
-    from .docker import LABEL, owner, retrying
 
     c = retrying(lambda: client.containers.create(base, entrypoint=["sleep", "infinity"], network_mode="none",
                                                   labels={LABEL: "1", f"{LABEL}.role": "build", f"{LABEL}.owner": owner()}))
@@ -210,7 +210,6 @@ def _official_snapshot(client: Any, task: Any, env: str, grader: bool = False) -
     """The snapshot image of a task whose environment is an official image: its own work copy,
     sanitized in place. The host holds no copy (``Snapshot.path`` names none). When the image carries
     hidden tests, the grader gets a variant that keeps them; the agent's has none."""
-    from .docker import LABEL
 
     workdir = task.environment.workdir
     tag = _task_tag(task, "o" + hashlib.sha256(f"{_image(client, env).id}\n{workdir}\n{task.base_commit}".encode()).hexdigest()[:12])
@@ -303,7 +302,6 @@ NODE_MODULES_IN_IMAGE = "/opt/ha-node/node_modules"
 
 def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
     """``base`` + this machine's Node.js and npm (/usr/local) + the task's node_modules."""
-    from .docker import LABEL
     from .nodeenv import node_runtime
 
     runtime = node_runtime()
@@ -344,7 +342,6 @@ def _tar_file(path: Path, arcname: str) -> bytes:
 def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, grader: bool = False) -> tuple[str, Snapshot]:
     """The task's snapshot image (built once, cached by content) and its host snapshot; ``grader``
     picks the variant with the image's hidden tests, where an official image has them."""
-    from .docker import LABEL
 
     env = env_image(client, task, env_image_name)
     env_img = _image(client, env)
