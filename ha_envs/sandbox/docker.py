@@ -72,9 +72,6 @@ class DockerSandboxConfig:
     docker_timeout_s: float = 120.0
 
 
-
-
-
 class ContainerPool:
     """(container, shell) pairs of one image, started ahead so a reset only swaps them in;
     ``take()`` never returns a dead container or shell."""
@@ -125,6 +122,14 @@ class ContainerPool:
             _discard(self.ready.get_nowait())
 
 
+def _kilobytes(du_output: bytes) -> int | None:
+    """Bytes from the last line of ``du -skc ... | tail -1 | cut -f1``; None when unreadable."""
+    try:
+        return int(du_output.split()[-1]) * 1024
+    except (ValueError, IndexError):
+        return None
+
+
 def _discard(item: tuple[Any, PersistentShell | None]) -> None:
     if item[1] is not None:
         item[1].close()
@@ -162,6 +167,7 @@ class DockerSandbox:
         self.mounts = dict(mounts or {})
         self.snapshot = snapshot
         self.closed = False
+        self._fill_pending = False
         self._disk: DiskWatch | None = None
         self._disk_container: Any = None
 
@@ -226,7 +232,10 @@ class DockerSandbox:
             if self.pool is None:
                 self.pool = ContainerPool(self.client, self.image, self._create_ready, self.config.warm)
             self.container, self.shell = self.pool.take()
-            self.pool.fill()
+            # The spare starts once this episode's first command has answered (``_fill_later``), not
+            # now: started alongside, it would compete with that command for the daemon and the CPU,
+            # making a cold first episode slower than a plain ``docker run``.
+            self._fill_pending = True
             return
         self._start_shell()
 
@@ -234,14 +243,25 @@ class DockerSandbox:
         argv = ["docker", "exec", "-i", "-u", "0", "-w", self.workdir, container.id, "bash", "--noprofile", "--norc"]
         # `docker exec` carries stdout and stderr as two streams whose relative order is lost; one
         # stream (as the local sandbox's single pipe) keeps a command's output in the order it was written.
-        shell = PersistentShell(argv, init_script="exec 2>&1; echo $$ > /tmp/.ha-shell-pid")
+        # The disk quota's first measure of the work copy rides along (one exec fewer on the first command).
+        shell = PersistentShell(argv, init_script=f"exec 2>&1; echo $$ > /tmp/.ha-shell-pid; {self._du_script()}")
         shell.start()
         return shell
+
+    def _du_script(self) -> str:
+        tmp = " /tmp" if self._image_uses_tmp() else ""
+        return f"du -skc {ansi_c_quote(self.workdir)}{tmp} 2>/dev/null | tail -1 | cut -f1"
 
     def _start_shell(self) -> None:
         self.shell = self._new_shell(self.container)
 
+    def _fill_later(self) -> None:
+        if self._fill_pending and self.pool is not None:
+            self._fill_pending = False
+            self.pool.fill()
+
     def reset(self) -> None:
+        self._fill_later()  # an episode that ran no command still leaves a spare for the next
         old, old_shell = self.container, self.shell
         self.container = self.shell = None
         if old is not None:
@@ -293,6 +313,7 @@ class DockerSandbox:
         disk = self._disk_watch()
         cap = self.shell.execute(command, timeout, head, tail, on_timeout=lambda: self._kill_since(ticks),
                                  watchdog=disk.check if disk else None)
+        self._fill_later()
         if disk is not None and not cap.stopped:
             over = disk.check()
             if over:
@@ -322,16 +343,12 @@ class DockerSandbox:
             if not os.path.isdir(root):
                 return None
             self._disk_container = self.container
-            self._disk = DiskWatch(root, self._work_bytes, self.config.disk_bytes)
+            measured = _kilobytes(self.shell.init_output) if self.shell is not None else None
+            self._disk = DiskWatch(root, self._work_bytes, self.config.disk_bytes, used=measured)
         return self._disk
 
     def _work_bytes(self) -> int:
-        tmp = " /tmp" if self._image_uses_tmp() else ""
-        rc, out = self._exec(f"du -skc {ansi_c_quote(self.workdir)}{tmp} 2>/dev/null | tail -1 | cut -f1")
-        try:
-            return int(out.split()[0]) * 1024
-        except (ValueError, IndexError):
-            return 0
+        return _kilobytes(self._exec(self._du_script())[1]) or 0
 
     def _kill_since(self, ticks: int) -> None:
         """SIGKILL every process in the container started at or after ``ticks`` (boot-clock ticks,

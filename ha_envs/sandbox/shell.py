@@ -91,6 +91,8 @@ class PersistentShell:
         self._leftover = b""
         self._nonce = secrets.token_hex(8)
         self._seq = 0
+        self.init_output = b""
+        """What ``init_script`` printed (a sandbox may fold a first measurement into it)."""
 
     @property
     def alive(self) -> bool:
@@ -113,6 +115,7 @@ class PersistentShell:
             res = self.execute(self.init_script, timeout=30, head_cap=1 << 16, tail_cap=1 << 16)
             if res.exit_code is None:
                 raise SandboxError("the sandbox shell did not come up: " + bytes(res.head + res.tail).decode(errors="replace")[-500:])
+            self.init_output = bytes(res.head + res.tail)
 
     def execute(self, command: str, timeout: float, head_cap: int, tail_cap: int,
                 on_timeout: Callable[[], None] | None = None, grace: float = 2.0,

@@ -169,6 +169,36 @@ def test_group_resets_start_from_the_snapshot(client, tiny_task, no_leaks):
         sb.close()
 
 
+def test_the_spare_starts_after_the_first_command(client, tiny_task, no_leaks):
+    """A cold first episode must not share the daemon with its own spare: the pool starts the spare
+    once the episode's first command has answered, and the next reset takes that spare."""
+    import socket
+
+    me = f"{socket.gethostname()}:{os.getpid()}"
+
+    def mine() -> set[str]:
+        return {c.id for c in client.containers.list(all=True, filters={"label": f"harnessadapt.owner={me}"})}
+
+    before = mine()
+    sb = make_sandbox("docker", tiny_task, warm=1)
+    try:
+        sb.start()
+        first = sb.container.id
+        time.sleep(1.0)  # time enough for a spare to have been created, were one started at start()
+        assert mine() - before == {first}
+        assert sb.run("true").exit_code == 0
+        for _ in range(300):
+            if len(mine() - before) == 2:
+                break
+            time.sleep(0.1)
+        spare = (mine() - before - {first})
+        assert len(spare) == 1, "no spare after the first command"
+        sb.reset()
+        assert {sb.container.id} == spare
+    finally:
+        sb.close()
+
+
 PARITY = ["ls", "cat calc.py | head -3", "git status --short", "sed -i '10s/return lo/return hi/' calc.py",
           "git diff --stat", "python3 -c 'import calc; print(calc.clamp(9, 0, 5))'", "echo done"]
 
