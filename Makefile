@@ -24,7 +24,7 @@ sysdeps:
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,hf,verl]'
+	$(BIN)/pip install -q -e '.[test,hf,verl,adapters]'
 	touch $@
 
 install: sysdeps $(BIN)/.installed
