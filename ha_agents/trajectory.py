@@ -2,13 +2,12 @@
 
 - ``load_trajectory(path, instance_id, run)``: one record, from a trajectories.jsonl or a traj.json;
 - ``write_traj_json(records, out)``: mini-swe-agent-style ``<out>/trajs/run<k>/<id>/<id>.traj.json``;
-- ``render_text`` / ``render_html``: one episode, readable: messages coloured by source, hook
-  firings, tool counts, the grade and the final diff. The HTML page is self-contained.
+- ``render_text``: one episode, readable: header, hook firings, messages, the final diff (the HTML
+  page, ``viewer.render_html``, shows the same and more).
 """
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -59,7 +58,8 @@ def write_traj_json(records: list[dict[str, Any]], out: Path) -> list[Path]:
     return written
 
 
-def _kind(m: dict[str, Any]) -> str:
+def message_kind(m: dict[str, Any]) -> str:
+    """How a message is coloured: ``system``, ``task``, ``policy``, ``tool``, ``hook``, ``skill`` or ``error``."""
     src = m.get("source") or ("policy" if m["role"] == "assistant" else m["role"])
     if m.get("error_kind"):
         return "error"
@@ -74,18 +74,36 @@ def _body(m: dict[str, Any]) -> str:
     return text
 
 
-def _header(rec: dict[str, Any]) -> list[tuple[str, str]]:
+def grade_tally(grade: dict[str, Any]) -> str:
+    """``FAIL_TO_PASS 3/11 passed · PASS_TO_PASS 22/22 passed`` (the sets the grade has); by the
+    verdict rule's split (``tests_status``) where the grade has one, else by PASSED."""
+    parts = []
+    for key in ("fail_to_pass", "pass_to_pass"):
+        tests = grade.get(key) or {}
+        split = (grade.get("tests_status") or {}).get(key.upper())
+        if tests:
+            ok = len(split["success"]) if split else sum(1 for s in tests.values() if s == "PASSED")
+            parts.append(f"{key.upper()} {ok}/{len(tests)} passed")
+    return " · ".join(parts) or "-"
+
+
+def header_fields(rec: dict[str, Any]) -> list[tuple[str, str]]:
     grade = rec.get("grade") or {}
-    return [("instance", rec.get("instance_id", "?")), ("model", str(rec.get("model") or rec.get("policy"))),
-            ("harness", f"{rec.get('harness')} ({rec.get('harness_hash', '')})"),
-            ("outcome", f"{'resolved' if rec.get('resolved') else 'not resolved'}; termination {rec.get('termination')}"
-                        + (" (masked)" if rec.get("mask_sample") else "")),
-            ("grade", grade.get("status", "-")), ("turns", str(rec.get("turns"))),
-            ("tools", ", ".join(f"{k}×{v}" for k, v in (rec.get("tool_counts") or {}).items()) or "-")]
+    fields = [("instance", rec.get("instance_id", "?")), ("model", str(rec.get("model") or rec.get("policy"))),
+              ("harness", f"{rec.get('harness')} ({rec.get('harness_hash', '')})"),
+              ("outcome", f"{'resolved' if rec.get('resolved') else 'not resolved'}; termination {rec.get('termination')}"
+                          + (" (masked)" if rec.get("mask_sample") else "")),
+              ("grade", grade.get("status", "-")), ("tests", grade_tally(grade)), ("reward", str(rec.get("reward"))),
+              ("turns", str(rec.get("turns"))),
+              ("tools", ", ".join(f"{k}×{v}" for k, v in (rec.get("tool_counts") or {}).items()) or "-")]
+    ids = rec.get("token_ids") or []
+    if ids:
+        fields.append(("tokens", f"{len(ids)}, {sum(rec.get('loss_mask') or [])} trained (loss mask 1)"))
+    return fields
 
 
 def render_text(rec: dict[str, Any]) -> str:
-    lines = [f"{k:9} {v}" for k, v in _header(rec)]
+    lines = [f"{k:9} {v}" for k, v in header_fields(rec)]
     for name, h in (rec.get("hooks") or {}).items():
         lines.append(f"hook      {name} ×{h['count']}: {'; '.join(h['reasons'][:5])}")
     for m in rec.get("messages", []):
@@ -94,51 +112,3 @@ def render_text(rec: dict[str, Any]) -> str:
     lines.append("\n── final diff")
     lines.append(rec.get("patch") or "(empty)")
     return "\n".join(lines)
-
-
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d1f23}
-header{background:#1d2733;color:#fff;padding:14px 22px}header table td{padding:1px 12px 1px 0}
-main{max-width:1100px;margin:0 auto;padding:16px}
-.msg{border-radius:6px;margin:10px 0;padding:8px 12px;border-left:5px solid #999;background:#fff}
-.msg .who{font-size:12px;color:#555;margin-bottom:4px}
-.msg pre{white-space:pre-wrap;word-break:break-word;margin:0;font:12.5px/1.4 ui-monospace,monospace}
-.system{border-color:#8a8f98;background:#eceef1}.task{border-color:#2f6fdb;background:#eaf1fd}
-.policy{border-color:#1f9d55;background:#e9f7ef}.tool{border-color:#5b6470}
-.hook{border-color:#e08a00;background:#fff5e5}.error{border-color:#d93025;background:#fdecea}
-.skill{border-color:#8e44ad;background:#f5ecfa}
-table.hooks td,table.hooks th{padding:3px 10px;text-align:left;border-bottom:1px solid #ddd}
-.diff .add{color:#137333}.diff .del{color:#b3261e}.diff .hunk{color:#5b6470}
-"""
-
-_JS = """
-const counts = {};
-document.querySelectorAll('.msg').forEach(m => { const k = m.dataset.kind; counts[k] = (counts[k] || 0) + 1; });
-document.getElementById('stats').textContent =
-  Object.keys(counts).sort().map(k => k + ': ' + counts[k]).join(', ');
-"""
-
-
-def render_html(rec: dict[str, Any]) -> str:
-    e = html.escape
-    head = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _header(rec))
-    hooks = "".join(f"<tr><td>{e(n)}</td><td>{h['count']}</td><td>{e('; '.join(h['reasons']))}</td></tr>"
-                    for n, h in (rec.get("hooks") or {}).items())
-    msgs = []
-    for i, m in enumerate(rec.get("messages", [])):
-        kind = _kind(m)
-        who = f"#{i} {m['role']} · {m.get('source', '')}" + (f" · {m['error_kind']}" if m.get("error_kind") else "")
-        body = e(_body(m))
-        if len(body) > 4000:
-            body = f"<details><summary>{len(body)} chars</summary>{body}</details>"
-        msgs.append(f'<div class="msg {kind}" data-kind="{kind}"><div class="who">{e(who)}</div><pre>{body}</pre></div>')
-    diff_lines = []
-    for line in (rec.get("patch") or "").splitlines():
-        cls = "add" if line.startswith("+") else "del" if line.startswith("-") else "hunk" if line.startswith("@@") else ""
-        diff_lines.append(f'<span class="{cls}">{e(line)}</span>')
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(rec.get('instance_id', 'trajectory'))}</title>"
-            f"<style>{_CSS}</style></head><body><header><table>{head}</table><div>messages: <span id='stats'></span>"
-            f"</div></header><main><h3>Hook firings</h3><table class='hooks'><tr><th>hook</th><th>count</th><th>reasons</th>"
-            f"</tr>{hooks or '<tr><td colspan=3>none</td></tr>'}</table><h3>Conversation</h3>{''.join(msgs)}"
-            f"<h3>Final diff</h3><pre class='diff' id='diff'>{chr(10).join(diff_lines) or '(empty)'}</pre></main>"
-            f"<script>{_JS}</script></body></html>")
