@@ -266,7 +266,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     Python instances, the interpreter and venv the local sandbox uses (built on the host by
     ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for the workdir."""
     from .nodeenv import node_env
-    from .pyenv import import_roots, python_env
+    from .pyenv import import_roots, interpreter_dirs, python_env
 
     if base is None and task is not None:
         official = official_image(client, task)
@@ -279,14 +279,14 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     venv = python_env(task) if task is not None else None
     if venv is None:
         return base
-    interp = (venv / "bin" / "python").resolve().parent.parent
-    key = f"{_image(client, base).id}|{venv}|{interp}|{task.environment.workdir}"
+    dirs = interpreter_dirs(venv)
+    key = f"{_image(client, base).id}|{'|'.join(map(str, dirs))}|{task.environment.workdir}"
     tag = f"harnessadapt/env:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
         with _building(client, base) as c:
-            for d in (interp, venv):
+            for d in reversed(dirs):  # the interpreter's prefix first, then the env
                 c.exec_run(["mkdir", "-p", str(d.parent)])
                 if not c.put_archive(str(d.parent), _tar_dir(d, d.name)):
                     raise SandboxError(f"could not copy {d} into the image")

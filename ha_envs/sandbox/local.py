@@ -197,8 +197,9 @@ class LocalSandbox:
         cands = [sys.prefix, sys.base_prefix, str(home / ".cargo"), str(home / ".rustup"),
                  *self.config.extra_ro_paths]
         if self.config.python_env:
-            env = Path(self.config.python_env)
-            cands += [str(env), str((env / "bin" / "python").resolve().parent.parent)]
+            from .pyenv import interpreter_dirs
+
+            cands += [str(d) for d in interpreter_dirs(Path(self.config.python_env))]
         if self.node_modules is not None:
             cands.append(str(self.node_modules.parent))
         out: list[str] = []

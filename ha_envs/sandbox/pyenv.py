@@ -2,7 +2,8 @@
 
 For a task whose ``environment.extra["specs"]`` come from ``swebench<5`` (or, for SWE-bench Pro,
 from Scale's Dockerfiles: ``grading/pro.py``), build once (cached by
-content under ``$HA_CACHE_DIR/envs``) a venv from the matching pyenv interpreter, with the spec's
+content under ``$HA_CACHE_DIR/envs``) an interpreter prefix copied from the matching pyenv one (not a
+venv: see ``_copy_prefix``), with the spec's
 packages and the repository installed with its dependencies. The work copy's import roots (found
 from the files the repository's distribution installed: ``src/``, ``lib/``, the top level) go first
 on ``PYTHONPATH``, so the code under test is always the agent's (or the grader's) copy, never the
@@ -27,7 +28,7 @@ from .base import SandboxError
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 8
+ENV_FORMAT = 10
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -42,7 +43,7 @@ def pyenv_python(version: str) -> Path:
 
 
 def python_env(task: Any) -> Path | None:
-    """The venv for ``task`` (built on first use), or None when the task needs none."""
+    """The environment (an interpreter prefix) for ``task``, built on first use; None when the task needs none."""
     specs = (task.environment.extra or {}).get("specs") if task is not None else None
     if not specs or task.language != "python" or not specs.get("python"):
         return None
@@ -77,8 +78,8 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
             raise SandboxError(f"building the Python environment of {task.instance_id} failed at "
                                f"`{' '.join(args[:6])}`: {proc.stderr.strip()[-800:]}")
 
-    run([str(python), "-m", "venv", str(tmp)])
-    # The venv must work at its final path: rebuild scripts after the move with --upgrade-deps off.
+    base = python.resolve().parent.parent
+    _copy_prefix(base, tmp)
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     cutoff = specs.get("pypi_cutoff")
     if cutoff:
@@ -112,10 +113,11 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
                 if root is not None and root not in roots:
                     roots.append(root)
     (tmp / "ha-import-roots.json").write_text(json.dumps(roots))
+    (tmp / "ha-base-prefix").write_text(str(base))
     (tmp / "ha-build.log").write_text("\n".join(log))
     shutil.rmtree(env, ignore_errors=True)
     tmp.rename(env)
-    _fix_paths(env, tmp)
+    _fix_paths(env, tmp, base)
     (env / ".ha-ready").write_text(task.instance_id)
 
 
@@ -202,6 +204,14 @@ def _find_root(snapshot: Path, top: str) -> str | None:
     return None
 
 
+def interpreter_dirs(env: Path) -> list[Path]:
+    """What ``env``'s python needs at run time: the env, and the pyenv prefix it was copied from
+    (a shared-library build's binary loads ``libpython`` from that prefix's ``lib/``)."""
+    recorded = Path(env) / "ha-base-prefix"
+    base = Path(recorded.read_text().strip()) if recorded.is_file() else (Path(env) / "bin" / "python").resolve().parent.parent
+    return [Path(env)] + ([base] if base != Path(env) else [])
+
+
 def import_roots(snapshot_path: Path, workdir: str, env: Path | None) -> str:
     """PYTHONPATH for a work copy at ``workdir``: the roots recorded when its environment was built,
     else ``src/`` when the repository has that layout, else the work copy itself."""
@@ -213,18 +223,45 @@ def import_roots(snapshot_path: Path, workdir: str, env: Path | None) -> str:
     return ":".join(f"{workdir}/{r}" if r else workdir for r in roots)
 
 
-def _fix_paths(env: Path, old: Path) -> None:
-    """A venv built at ``old`` and moved to ``env``: rewrite the paths baked into its scripts."""
+def _copy_prefix(base: Path, dest: Path) -> None:
+    """A standalone interpreter at ``dest``: a copy of the pyenv prefix ``base``, not a venv.
+
+    A venv's ``python`` is a symlink whose meaning depends on the path it is called by: tox's
+    ``--current-env`` (sphinx's test command) links ``.tox/py39/bin/python`` to it, and called
+    there it finds no ``pyvenv.cfg`` and runs the bare interpreter, without the packages. A real
+    prefix (what conda gives the official images) resolves to itself from any link. The standard
+    library is hard-linked (nothing writes into it; ``cp -a`` where links cannot cross devices);
+    ``bin/`` and ``site-packages``, which pip and the path fix-up write, are copied."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    linked = subprocess.run(["cp", "-al", str(base), str(dest)], capture_output=True, text=True)
+    if linked.returncode != 0:
+        shutil.rmtree(dest, ignore_errors=True)
+        subprocess.run(["cp", "-a", str(base), str(dest)], check=True, capture_output=True)
+        return
+    for sub in [dest / "bin", *dest.glob("lib/python*/site-packages")]:
+        fresh = sub.with_name(sub.name + ".ha-copy")
+        shutil.copytree(sub, fresh, symlinks=True)
+        shutil.rmtree(sub)
+        fresh.rename(sub)
+
+
+def _fix_paths(env: Path, *old: Path) -> None:
+    """An environment built at (or copied from) ``old`` paths and now at ``env``: rewrite the
+    paths baked into its scripts (files of ``bin/``, copies, never links into the base)."""
     for f in (env / "bin").iterdir():
         if f.is_file() and not f.is_symlink():
             try:
                 text = f.read_text()
             except UnicodeDecodeError:
                 continue
-            if str(old) in text:
-                f.write_text(text.replace(str(old), str(env)))
-    cfg = env / "pyvenv.cfg"
-    cfg.write_text(cfg.read_text().replace(str(old), str(env)))
+            fixed = text
+            for o in old:
+                fixed = fixed.replace(str(o), str(env))
+            if fixed != text:
+                mode = f.stat().st_mode
+                f.unlink()
+                f.write_text(fixed)
+                f.chmod(mode)
 
 
 def source_root(workdir: str, snapshot_path: Path) -> str:

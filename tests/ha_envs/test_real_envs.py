@@ -115,6 +115,25 @@ def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
     assert not g.grade(real_task, "").resolved
 
 
+def test_env_python_keeps_its_packages_when_called_through_a_link(real_task, tmp_path):
+    """tox --current-env (sphinx's test command) links .tox/py39/bin/python to the env's python and
+    calls it there: a venv would fall back to the bare interpreter without its packages; the env is a
+    real prefix and must not. Building it must leave the shared pyenv interpreter untouched."""
+    env = python_env(real_task)
+    link = tmp_path / ".tox" / "py39" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(env / "bin" / "python")
+    out = subprocess.run([str(link), "-c", "import sys, iniconfig; print(sys.prefix)"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(env)
+    base = pyenv_python("3.9").resolve().parent.parent
+    bare = subprocess.run([str(base / "bin" / "python3.9"), "-c", "import iniconfig"], capture_output=True)
+    assert bare.returncode != 0, "the env's packages leaked into the shared pyenv interpreter"
+    for script in (env / "bin").iterdir():  # scripts run the env's python, wherever they were copied from
+        if script.is_file() and not script.is_symlink() and script.read_bytes().startswith(b"#!"):
+            assert str(base) not in script.read_text().splitlines()[0], script
+
+
 def test_docker_env_image_gives_the_same_verdicts(real_task):
     require_docker()
     sb = make_sandbox("docker", real_task, warm=0)
