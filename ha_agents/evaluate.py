@@ -57,9 +57,11 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
              env_kwargs: dict[str, Any] | None = None,
              progress: Callable[[dict[str, Any]], None] | None = None, executor: str = "threads",
              token_mode: TokenMode | None = None, model_options: ModelOptions | None = None,
-             seed: int | None = None) -> EvalSummary:
+             seed: int | None = None, progress_bar: bool = False) -> EvalSummary:
     """``model_options``: sampling and request options of the model (recorded in summary.json);
-    ``seed``: every episode samples with a seed derived from it (reproducible runs that differ)."""
+    ``seed``: every episode samples with a seed derived from it (reproducible runs that differ);
+    ``progress``: called with each finished episode's record; ``progress_bar``: show
+    :class:`~ha_agents.progress.EpisodeProgress` on stderr."""
     kw = dict(env_kwargs or {})
     spec = load_spec(harness).with_limits(kw.pop("max_turns", None), kw.pop("command_timeout_s", None),
                                           kw.pop("max_format_errors", None))
@@ -73,8 +75,8 @@ def evaluate(tasks: list[Task], policy: str, harness: "str | HarnessSpec" = "h0"
                          f"this run's harness {spec.name} has hash {spec.hash}: use another --out")
     spec.save(out / "harness.yaml")
     collect(tasks, group_size=runs, agent=policy, harness=spec, log=log, sandbox=sandbox, workers=workers,
-            executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=False, token_mode=token_mode,
-            seed=seed, model_options=model_options)
+            executor=executor, env_kwargs=env_kwargs, on_record=progress, progress_bar=progress_bar,
+            token_mode=token_mode, seed=seed, model_options=model_options)
     ids = {t.instance_id for t in tasks}
     model_name = next((r["model"] for r in log.records if r["instance_id"] in ids and r.get("model")), policy)
     summary = summarize(log.records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)

@@ -26,6 +26,7 @@ from ha_envs.task import Task
 
 from .episode import TokenMode, check_agent_spec, error_record, run_episode
 from .llm.options import ModelOptions
+from .progress import EpisodeProgress
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,8 @@ def collect(tasks: list[Task], group_size: int, agent: Any, harness: "str | Harn
             token_mode: TokenMode | None = None, skills: dict[str, str] | None = None,
             seed: int | None = None, model_options: ModelOptions | None = None) -> list[dict[str, Any]]:
     """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
-    ``skills``: instance id -> a training-time skill every sample of that task sees. ``seed``: each
+    ``progress_bar``: show :class:`~ha_agents.progress.EpisodeProgress` on stderr. ``skills``:
+    instance id -> a training-time skill every sample of that task sees. ``seed``: each
     episode samples with ``episode_seed(seed, instance_id, sample)`` (reproducible, and different
     across a group's members); None leaves sampling to the client.
 
@@ -118,14 +120,18 @@ def collect(tasks: list[Task], group_size: int, agent: Any, harness: "str | Harn
     todo = [(t, k) for t in tasks for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
     for task in {t.instance_id: t for t, _ in todo}.values():
         prepare_snapshot(task)  # once per task: every sample of its group copies this snapshot
-    bar = _bar(len(todo), progress_bar)
+    bar = None
+    if progress_bar:
+        ids = {t.instance_id for t in tasks}
+        earlier = [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+        bar = EpisodeProgress(len(tasks) * group_size, done=len(earlier),
+                              resolved=sum(bool(r.get("resolved")) for r in earlier))
     kw = dict(env_kwargs or {})
 
     def finished(rec: dict[str, Any]) -> None:
         log.append(rec)
         if bar is not None:
-            bar.update(1)
-            bar.set_postfix_str(f"{rec['instance_id']}#{rec['run']}: {'resolved' if rec['resolved'] else rec['termination']}")
+            bar.update(rec)
         if on_record:
             on_record(rec)
 
@@ -168,13 +174,3 @@ def _collect_ray(todo: list[tuple[Task, int]], agent: str, spec: HarnessSpec, sa
                                          model_options))
         ready, pending = ray.wait(pending, num_returns=1)
         finished(ray.get(ready[0]))
-
-
-def _bar(total: int, enabled: bool) -> Any:
-    if not enabled or total == 0:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="episode", dynamic_ncols=True)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -33,7 +34,8 @@ def load_suite(name: str = "mini") -> list[Task]:
     """All tasks of a bundled suite, sorted by instance id."""
     suite_dir = SUITES_DIR / name
     if not suite_dir.is_dir():
-        raise TaskError(f"unknown suite {name!r}; available: {', '.join(available_suites())}")
+        raise TaskError(f"unknown suite {name!r}{did_you_mean(name, available_suites())}; "
+                        f"available: {', '.join(available_suites())}")
     tasks = [load_task_dir(d, benchmark=name) for d in sorted(suite_dir.iterdir()) if (d / "task.json").is_file()]
     if not tasks:
         raise TaskError(f"suite {name!r} in {suite_dir} holds no task")
@@ -141,10 +143,26 @@ def resolve_tasks(suite: str | None = None, jsonl: str | None = None, ids: list[
     if (suite is None) == (jsonl is None):
         raise TaskError("give exactly one of a suite name or a JSONL path")
     tasks = load_suite(suite) if suite else load_jsonl(jsonl)  # type: ignore[arg-type]
-    if ids:
-        by_id = {t.instance_id: t for t in tasks}
-        unknown = [i for i in ids if i not in by_id]
-        if unknown:
-            raise TaskError(f"unknown instance ids: {', '.join(unknown)}")
-        tasks = [by_id[i] for i in ids]
-    return tasks
+    return pick_ids(tasks, ids, f"suite {suite}" if suite else str(jsonl)) if ids else tasks
+
+
+def pick_ids(tasks: list[Task], ids: list[str], source: str) -> list[Task]:
+    """The tasks named by ``ids``, in that order (a repeated id counts once); an unknown id is an
+    error naming ``source`` (``suite mini``, a file, a benchmark) and the closest known ids."""
+    by_id = {t.instance_id: t for t in tasks}
+    unknown = [i for i in dict.fromkeys(ids) if i not in by_id]
+    if unknown:
+        names = "; ".join(i + did_you_mean(i, list(by_id)) for i in unknown)
+        raise TaskError(f"unknown instance id{'s' if len(unknown) > 1 else ''} in {source}: {names}")
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def did_you_mean(word: str, choices: list[str], n: int = 3) -> str:
+    """`` (did you mean A or B?)`` for the choices closest to a mistyped ``word``: those containing
+    it first (``ttl_cache`` -> ``mini__ttl_cache``), then by similarity; an empty string if none is close."""
+    within = [c for c in choices if word and word in c][:n]
+    close = (within + [c for c in difflib.get_close_matches(word, choices, n=n, cutoff=0.7) if c not in within])[:n]
+    if not close:
+        return ""
+    named = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+    return f" (did you mean {named}?)"

@@ -38,8 +38,10 @@ def test_multi_file_fixes_exist():
 def test_unknown_suite_and_ids():
     with pytest.raises(TaskError, match="unknown suite"):
         load_suite("nope")
-    with pytest.raises(TaskError, match="unknown instance ids: zzz"):
+    with pytest.raises(TaskError, match="unknown instance id in suite mini: zzz$"):
         resolve_tasks(suite="mini", ids=["zzz"])
+    with pytest.raises(TaskError, match=r"mini__url_routr \(did you mean mini__url_router\?\)"):
+        resolve_tasks(suite="mini", ids=["mini__url_router", "mini__url_routr"])
 
 
 def test_jsonl_rows_with_json_string_lists(tmp_path, tiny_task):
