@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ha_envs.grading.grader import GradeReport, Grader, GradingError
-from ha_envs.grading.parsers import PASSED, SKIPPED, XFAIL
 from ha_envs.task import Task
 
 
@@ -70,24 +69,21 @@ def load_predictions(path: Path | str) -> dict[str, dict[str, Any]]:
 
 
 def instance_report(task: Task, pred: dict[str, Any], grade: GradeReport | None, error: str = "") -> dict[str, Any]:
-    """swebench's per-instance report (``tests_status`` split by success and failure), plus our
-    status, flags and error."""
+    """swebench's per-instance report (``tests_status`` split by success and failure, as the rule
+    that decided split it: the same verdict as the env's reward), plus our status, flags, the rule
+    and its swebench version (``verdict_rules``), and the error."""
     patch = pred.get("model_patch")
-    ok = (PASSED,)
-    kept = (PASSED, SKIPPED, XFAIL) if task.tests.log_parser != "pro" else (PASSED,)
-
-    def split(statuses: dict[str, str], good: tuple[str, ...]) -> dict[str, list[str]]:
-        return {"success": [t for t, s in statuses.items() if s in good],
-                "failure": [t for t, s in statuses.items() if s not in good]}
-
+    empty = {"success": [], "failure": []}
+    split = grade.tests_status if grade else {}
     body: dict[str, Any] = {
         "patch_is_None": patch is None, "patch_exists": bool(patch and patch.strip()),
         "patch_successfully_applied": bool(grade and grade.status not in ("patch_failed", "patch_too_large")),
         "resolved": bool(grade and grade.resolved),
-        "tests_status": {"FAIL_TO_PASS": split(grade.fail_to_pass, ok) if grade else {"success": [], "failure": []},
-                         "PASS_TO_PASS": split(grade.pass_to_pass, kept) if grade else {"success": [], "failure": []}},
+        "tests_status": {k: split.get(k, empty) for k in ("FAIL_TO_PASS", "PASS_TO_PASS")},
         "status": grade.status if grade else "error", "flags": grade.flags if grade else [],
-        "grader_version": grade.grader_version if grade else "", "error": error,
+        "grader_version": grade.grader_version if grade else "",
+        "verdict_rules": grade.verdict_rules if grade else "", "overruled": grade.overruled if grade else "",
+        "error": error,
     }
     return {task.instance_id: body}
 

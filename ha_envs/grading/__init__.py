@@ -1,4 +1,4 @@
-"""Grading with hidden tests (grader.py) and test-log parsers (parsers.py)."""
+"""Grading with hidden tests (grader.py), verdict rules (verdicts.py) and test-log parsers (parsers.py)."""
 
 from .grader import GRADER_VERSION, GradeReport, Grader, GradingError, local_sandbox_factory
 from .parsers import PARSERS, get_parser

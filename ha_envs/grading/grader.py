@@ -11,8 +11,9 @@ patch -> run the test command under the runner guards (``runners.py``) -> parse 
 
 SWE-bench Pro runs Scale's per-instance run script and log parser (``pro.py``).
 
-Verdict rule (as swebench 5.x): a FAIL_TO_PASS test counts only if PASSED (skipped = failed); a
-PASS_TO_PASS test is kept if PASSED, SKIPPED or XFAIL; a test missing from the log failed.
+Verdict rules (``verdicts.py``): SWE-bench rows by the installed swebench's own grading functions
+(its version recorded in ``GradeReport.verdict_rules``), with guards that can only take a resolution
+away; the bundled suite and local tasks by our stricter rule; Pro by Scale's; R2E-Gym by exact match.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import REAL_BENCHMARKS, Task
-from .parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL, get_parser
+from .parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
 from .protect import test_dir_of
 from .runners import Evidence, changed_tests, guards_for
+from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/3"
+GRADER_VERSION = "ha-grader/4"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
+# 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -68,7 +71,8 @@ class GradeReport:
     """Paths the patch changed that the grader took from the base again (tests, runner files)."""
     flags: list[str] = field(default_factory=list)
     """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
-    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``; the env adds
+    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``
+    (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL); the env adds
     ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
     suspicion: list[str] = field(default_factory=list)
     """The same, in words, with the paths and names involved."""
@@ -79,6 +83,14 @@ class GradeReport:
     log_tail: str = ""
     duration_s: float = 0.0
     grader_version: str = GRADER_VERSION
+    verdict_rules: str = ""
+    """The rule that decided and its source (``verdicts.py``): ``swebench 4.1.0 (pass_and_fail)``,
+    ``harnessadapt``, ``pro``, ``r2e``; empty when no test ran."""
+    tests_status: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """The rule's split, in swebench's layout: ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]},
+    "PASS_TO_PASS": {...}}``."""
+    overruled: str = ""
+    """Why a resolution that swebench's rule granted was taken away by our guards (``verdicts.py``)."""
 
     def flag(self, name: str, why: str) -> None:
         if name not in self.flags:
@@ -91,7 +103,11 @@ class GradeReport:
 
     @property
     def reward(self) -> float:
-        return 1.0 if self.resolved else 0.0
+        """1.0 for a resolved task whose FAIL_TO_PASS tests all really PASSED. ``resolved`` follows the
+        chosen verdict rules (swebench's count an XFAIL as a pass, for parity with the official
+        harness), but the code under test can call ``pytest.xfail()`` itself: a training signal must
+        not pay for that, so a grade flagged ``f2p_not_passed`` earns nothing."""
+        return 1.0 if self.resolved and "f2p_not_passed" not in self.flags else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,17 +126,19 @@ def tests_need_network(task: Task | None) -> bool:
     return task is not None and (task.benchmark in REAL_BENCHMARKS or bool((task.environment.extra or {}).get("specs")))
 
 
-def local_sandbox_factory(config: LocalSandboxConfig | None = None) -> SandboxFactory:
+def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: bool | None = None) -> SandboxFactory:
+    """``network``: None gives the tests network as the official harnesses do (``tests_need_network``);
+    True or False, always or never."""
     def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
         cfg = config or LocalSandboxConfig()
-        if tests_need_network(task):
+        if network if network is not None else tests_need_network(task):
             cfg = dataclasses.replace(cfg, network=True)
         # Given the task, the sandbox also finds the task's Python environment (real instances).
         return LocalSandbox(task, config=cfg, snapshot=snapshot, work_root=root)
     return make
 
 
-def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
+def docker_sandbox_factory(config: Any = None, network: bool | None = None) -> SandboxFactory:
     """Grades in a fresh container of the task's snapshot image (never the agent's container): the
     patch and the hidden tests are applied inside it (``Grader._run``), so an official image's work
     copy is graded as built."""
@@ -129,7 +147,8 @@ def docker_sandbox_factory(config: Any = None) -> SandboxFactory:
 
         cfg = config or DockerSandboxConfig()
         return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0,
-                                                          "network": cfg.network or tests_need_network(task)}),
+                                                          "network": network if network is not None else
+                                                          cfg.network or tests_need_network(task)}),
                              role="grader")
     make.in_place = True  # type: ignore[attr-defined]
     return make
@@ -144,8 +163,13 @@ class Grader:
     (``runners.py``), read the guards' reports back. Then the log is parsed, the benchmark's rule
     decides, and the guards cross-check the log; a disagreement is ``tests_tampered``."""
 
-    def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES) -> None:
+    def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES,
+                 verdict_rules: str = "auto") -> None:
+        if verdict_rules not in RULES:
+            raise ValueError(f"unknown verdict rules {verdict_rules!r}; available: {', '.join(RULES)}")
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
+        self.verdict_rules = verdict_rules
+        """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
         self.patch_bytes = patch_bytes
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
@@ -185,7 +209,7 @@ class Grader:
         if evidence is not None:
             report.log_tail = evidence.log[-4000:]
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
-            decide(report, task, statuses)
+            decide(report, task, statuses, self.verdict_rules, evidence.exit_code, evidence.log)
             reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
             if reasons:
                 report.status, report.resolved = "tests_tampered", False
@@ -425,28 +449,30 @@ def _hidden_tests_script(paths: tuple[str, ...], test_patch: str | None) -> str:
     return " && ".join(f"{{ {l}; }}" for l in lines) if len(lines) > 1 else lines[0]
 
 
-def decide(report: GradeReport, task: Task, statuses: dict[str, str]) -> None:
-    """The verdict, by the benchmark's own rule:
-
-    - SWE-bench (and the bundled suite), as swebench 5.x: every FAIL_TO_PASS test PASSED; every
-      PASS_TO_PASS test PASSED, SKIPPED or XFAIL (a skipped F2P counts as failed);
-    - SWE-bench Pro (``log_parser == "pro"``), Scale's rule: every F2P and P2P test PASSED;
-    - R2E-Gym (``log_parser == "r2e"``): the parsed log equals the expected output exactly.
-    """
+def decide(report: GradeReport, task: Task, statuses: dict[str, str], rules: str = "auto",
+           exit_code: int | None = None, log: str | None = None) -> None:
+    """The verdict, by the rule ``verdicts.rules_for(task, rules)`` names (``verdicts.py``):
+    SWE-bench rows by swebench's own functions, the bundled suite by ours, Pro by Scale's, and
+    R2E-Gym (``log_parser == "r2e"``): the parsed log equals the expected output exactly.
+    ``exit_code`` and ``log`` are the test run's, for the guards on swebench's verdict."""
     report.fail_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.fail_to_pass}
     report.pass_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.pass_to_pass}
-    if task.tests.log_parser == "r2e":
+    if rules_for(task, rules) == "r2e":
         from .parsers import decolor
 
         expected = {decolor(k): v for k, v in (task.metadata.get("expected_output") or {}).items()}
         got = {decolor(k): v for k, v in statuses.items()}
         report.fail_to_pass = {t: got.get(t, "MISSING") for t in expected}
         report.resolved = bool(expected) and got == expected
+        report.verdict_rules = "r2e"
     else:
-        kept = (PASSED,) if task.tests.log_parser == "pro" else (PASSED, SKIPPED, XFAIL)
-        f2p_ok = all(s == PASSED for s in report.fail_to_pass.values())
-        p2p_ok = all(s in kept for s in report.pass_to_pass.values())
-        report.resolved = f2p_ok and p2p_ok and bool(task.tests.fail_to_pass or task.tests.pass_to_pass)
+        verdict = task_verdict(task, statuses, rules, exit_code, log)
+        report.resolved, report.verdict_rules, report.tests_status = (verdict.resolved, verdict.rules,
+                                                                      verdict.tests_status)
+        report.overruled = verdict.overruled
+        if verdict.lenient:
+            report.flag("f2p_not_passed", f"{verdict.rules} counts FAIL_TO_PASS tests as passing that did not "
+                        "pass: " + ", ".join(f"{t}: {statuses.get(t)}" for t in verdict.lenient[:10]))
     report.status = "resolved" if report.resolved else "unresolved"
 
 
