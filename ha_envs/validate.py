@@ -2,16 +2,43 @@
 
 The empty-patch run also checks the task's own claims: every FAIL_TO_PASS test must fail at base
 and every PASS_TO_PASS test must pass there, otherwise the lists are wrong.
+
+A failure gets a cause, so a sweep over a benchmark says what to fix where:
+
+- ``environment``: the environment could not be built, or lacks what the spec asks for (a
+  requirement pip cannot have, a pre-install step that needs system packages or failed);
+- ``network``: the failing tests' log shows them reaching for the network (this machine, or a
+  grading sandbox without network, cannot give it);
+- ``machine``: this machine lacks something no task can fix (an interpreter, a toolchain, the
+  official image with no registry to pull it from);
+- ``grader``: none of the above: the environment is as the spec says, yet our verdict disagrees with
+  the dataset's (gold not resolving, or the empty patch resolving). These are the ones to read first.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import json
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
 
-from .grading.grader import Grader, GradingError
+from .grading.grader import Grader, GradeReport, GradingError
 from .grading.parsers import PASSED, SKIPPED, XFAIL
+from .sandbox.base import SandboxError
 from .task import Task
+
+CAUSES = ("environment", "network", "machine", "grader")
+NETWORK_SIGNS = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
+    r"Failed to establish a new connection|Max retries exceeded with url|NewConnectionError|ConnectTimeout|"
+    r"ConnectionRefusedError|socket\.gaierror|getaddrinfo failed|urlopen error|Could not resolve host|"
+    r"nodename nor servname|No route to host|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|httpbin")
+MACHINE_SIGNS = re.compile(
+    r"pyenv has none|needs `uv`|no Docker daemon|cannot be had|no registry|command not found|"
+    r"No such file or directory: '(node|npm|go|cargo|java|mvn|gradle|ruby|php)'|toolchain|needs root")
 
 
 @dataclass
@@ -22,6 +49,12 @@ class ValidationResult:
     gold_status: str = ""
     empty_status: str = ""
     seconds: float = 0.0
+    repo: str = ""
+    cause: str = ""
+    """Why it is not ok (one of ``CAUSES``); empty when ok."""
+    environment: dict = field(default_factory=dict)
+    """What the environment build read and lacks: ``requirements`` (file @ commit), ``notes``
+    (fallbacks taken), ``problems`` (requirements and setup steps it could not honour)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -29,15 +62,22 @@ class ValidationResult:
 
 def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
     grader = grader or Grader()
-    res = ValidationResult(task.instance_id, ok=True)
+    res = ValidationResult(task.instance_id, ok=True, repo=task.repo or "")
     try:
         gold = grader.grade(task, task.gold_patch)
         empty = grader.grade(task, "")
     except GradingError as exc:
         res.ok, res.problems = False, [f"grading failed: {exc}"]
+        if isinstance(exc.__cause__, SandboxError) and not MACHINE_SIGNS.search(str(exc)):
+            # The sandbox (the environment build, the snapshot) failed, not the grading.
+            res.cause, res.environment = "environment", environment_of(task, build=False)
+        else:
+            _explain(res, task, [str(exc)])
         return res
     except Exception as exc:  # noqa: BLE001 - a task whose snapshot or environment cannot be built
         res.ok, res.problems = False, [f"could not prepare the task: {type(exc).__name__}: {exc}"]
+        res.environment = environment_of(task, build=False)
+        res.cause = "machine" if MACHINE_SIGNS.search(str(exc)) else "environment"
         return res
     res.gold_status, res.empty_status = gold.status, empty.status
     res.seconds = round(gold.duration_s + empty.duration_s, 2)
@@ -61,13 +101,129 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
     if not task.tests.fail_to_pass:
         res.problems.append("no FAIL_TO_PASS tests")
     res.ok = not res.problems
+    _explain(res, task, [_evidence(gold), _evidence(empty)])
     return res
 
 
-def validate_tasks(tasks: list[Task], workers: int = 2, grader: Grader | None = None) -> list[ValidationResult]:
+def _evidence(report: GradeReport) -> str:
+    return "\n".join([report.error, report.log_tail])
+
+
+def _explain(res: ValidationResult, task: Task, evidence: list[str]) -> None:
+    """Attach the environment's record, and a cause to a failure (see the module docstring)."""
+    res.environment = environment_of(task)
+    if res.ok:
+        return
+    text = "\n".join(evidence)
+    network = NETWORK_SIGNS.search(text)
+    if MACHINE_SIGNS.search(text):
+        res.cause = "machine"
+    elif network:
+        res.cause = "network"
+        res.problems.append(f"the failing tests reach for the network (their log: {network.group(0)!r})")
+    elif res.environment.get("problems"):
+        res.cause = "environment"
+    else:
+        res.cause = "grader"
+
+
+def environment_of(task: Task, build: bool = True) -> dict:
+    """The environment build's record for ``task`` plus its snapshot's pre-install steps; ``build``
+    False: only what is already on disk (never starts a build)."""
+    from .sandbox.pyenv import build_report, python_env
+    from .sandbox.setup_steps import setup_report
+    from .sandbox.workcopy import prepare_snapshot
+
+    out: dict = {}
+    try:
+        env = python_env(task) if build else None
+        out = dict(build_report(env)) if env is not None else {}
+        report = setup_report(prepare_snapshot(task).path) if build else None
+    except Exception:  # noqa: BLE001 - no environment to report on (its failure is the result's problem)
+        return out
+    if report is not None and report.problems():
+        out["problems"] = list(out.get("problems", [])) + report.problems()
+    return out
+
+
+def validate_tasks(tasks: list[Task], workers: int = 2, grader: Grader | None = None,
+                   on_result: Callable[[ValidationResult], None] | None = None) -> list[ValidationResult]:
+    """Validate ``tasks`` on ``workers`` threads; ``on_result`` sees each result as it finishes
+    (a resumable results file appends it there). Returns them in the order of ``tasks``."""
     grader = grader or Grader()
+    done: dict[str, ValidationResult] = {}
+    lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(lambda t: validate_task(t, grader), tasks))
+        futures = {pool.submit(validate_task, t, grader): t for t in tasks}
+        for fut in as_completed(futures):
+            res = fut.result()
+            with lock:
+                done[res.instance_id] = res
+                if on_result is not None:
+                    on_result(res)
+    return [done[t.instance_id] for t in tasks]
+
+
+def stratified_sample(tasks: list[Task], n: int, seed: int) -> list[Task]:
+    """``n`` tasks spread over repositories as evenly as they allow (round robin over repositories in
+    a seeded order, each repository's tasks seeded-shuffled); the result keeps the input's order."""
+    import random
+
+    rng = random.Random(seed)
+    by_repo: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_repo.setdefault(t.repo or "", []).append(t)
+    queues = []
+    for repo in sorted(by_repo):
+        items = list(by_repo[repo])
+        rng.shuffle(items)
+        queues.append(items)
+    rng.shuffle(queues)
+    chosen: set[str] = set()
+    while len(chosen) < min(n, len(tasks)):
+        for q in queues:
+            if q and len(chosen) < n:
+                chosen.add(q.pop().instance_id)
+    return [t for t in tasks if t.instance_id in chosen]
+
+
+def read_results(path: Path) -> dict[str, ValidationResult]:
+    """Results already in a JSONL results file (a truncated last line, from a killed run, is skipped)."""
+    out: dict[str, ValidationResult] = {}
+    if not Path(path).is_file():
+        return out
+    for line in Path(path).read_text().splitlines():
+        try:
+            row = json.loads(line)
+            out[row["instance_id"]] = ValidationResult(**row)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return out
+
+
+def summary_markdown(results: list[ValidationResult], title: str = "Validation") -> str:
+    """Per repository: validated / total and the causes of the rest; then every failure with its cause."""
+    lines = [f"## {title}", "", "| repository | instances | validate | environment | network | machine | grader |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    repos = sorted({r.repo for r in results})
+    for repo in repos + ["**all**"]:
+        rs = [r for r in results if repo == "**all**" or r.repo == repo]
+        counts = [sum(r.cause == c for r in rs) for c in CAUSES]
+        lines.append(f"| {repo} | {len(rs)} | {sum(r.ok for r in rs)} | " + " | ".join(map(str, counts)) + " |")
+    eligible = [r for r in results if r.cause not in ("network", "machine")]
+    if eligible:
+        ok = sum(r.ok for r in eligible)
+        lines += ["", f"Needing neither network nor what this machine lacks: {ok}/{len(eligible)} validate "
+                      f"({100 * ok / len(eligible):.1f}%)."]
+    bad = [r for r in results if not r.ok]
+    if bad:
+        lines += ["", "| instance | cause | gold | empty | problems |", "|---|---|---|---|---|"]
+        for r in bad:
+            why = "; ".join(r.problems + r.environment.get("problems", []))
+            why = why.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {r.instance_id} | {r.cause} | {r.gold_status} | {r.empty_status} | "
+                         f"{why[:600] + (' …' if len(why) > 600 else '')} |")
+    return "\n".join(lines) + "\n"
 
 
 def _short(items: dict[str, str] | list[str]) -> str:

@@ -19,16 +19,18 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from .base import SandboxError
+from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 10
+ENV_FORMAT = 12
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -71,36 +73,72 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     # setuptools_scm finds no tags in the snapshot (history ends at the base commit): give it the version.
     build_env = dict(os.environ, SETUPTOOLS_SCM_PRETEND_VERSION=_release(str(task.metadata.get("version", "0"))))
 
-    def run(args: list[str]) -> None:
+    def run(args: list[str], check: bool = True) -> str | None:
+        """None on success, else the error (raised when ``check``)."""
         proc = subprocess.run(args, capture_output=True, text=True, env=build_env)
         log.append(f"$ {' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-        if proc.returncode != 0:
+        if proc.returncode == 0:
+            return None
+        err = proc.stderr.strip()[-800:]
+        if check:
             raise SandboxError(f"building the Python environment of {task.instance_id} failed at "
-                               f"`{' '.join(args[:6])}`: {proc.stderr.strip()[-800:]}")
+                               f"`{' '.join(args[:6])}`: {err}")
+        return (err.splitlines() or ["failed"])[-1]
 
     base = python.resolve().parent.parent
     _copy_prefix(base, tmp)
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    cutoff = specs.get("pypi_cutoff")
-    if cutoff:
-        # Only releases uploaded before the benchmark's date (what Scale's images get from pypi-timemachine);
-        # uv does this natively. Without it, today's releases can make pip backtrack for ages on old Pythons.
-        pip = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python"), "--exclude-newer", f"{cutoff}T00:00:00Z"]
+    report: dict[str, Any] = {"requirements": None, "notes": [], "problems": []}
+    cutoff, why = pypi_cutoff(task, specs)
+    if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):  # uv drives Python 3.7 and later
+        # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
+        # exempt (swebench pinned them when it built its images, later than the repository's date).
+        pip = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python"), "--exclude-newer", f"{cutoff}T23:59:59Z"]
+        for pin in specs.get("pip_packages") or ():
+            name = re.split(r"[<>=!~\[; ]", str(pin), maxsplit=1)[0]
+            if "==" in str(pin) and name:
+                pip += ["--exclude-newer-package", f"{name}=2100-01-01T00:00:00Z"]
+        report["notes"].append(f"PyPI as of {cutoff} ({why})")
+
+    def install_all(lines: list[str], constraints: list[str]) -> None:
+        """One install of ``lines``; when it fails, each line alone, and those pip cannot have are
+        named problems (the official image would have failed to build, or had them from conda)."""
+        if not lines:
+            return
+        (tmp / "ha-requirements.txt").write_text("\n".join(lines) + "\n")
+        extra = []
+        if constraints:
+            (tmp / "ha-constraints.txt").write_text("\n".join(constraints) + "\n")
+            extra = ["-c", str(tmp / "ha-constraints.txt")]
+        if run(pip + ["-r", str(tmp / "ha-requirements.txt")] + extra, check=False) is None:
+            return
+        for line in lines:
+            err = run(pip + shlex.split(line) + extra, check=False)
+            if err is not None:
+                report["problems"].append(f"requirement cannot be installed here: {line} ({err[:200]})")
+
+    # The order of swebench's images: the spec's packages (or the file it names), then its pinned pip
+    # packages, then the repository (with its pre-install edits already in the snapshot).
+    reqs = repo_requirements(task, specs)
     packages = specs.get("packages", "")
-    wanted = [] if not packages or packages.endswith((".txt", ".yml")) else packages.split()
-    wanted += list(specs.get("pip_packages") or [])
-    if not any(re.match(r"pytest\b", w) for w in wanted) and not specs.get("requirements_files"):
-        # The spec's requirements file (not fetched here) brings pytest in the official images; pytest 8
-        # removed APIs that conftests of that era use (monkeypatch.notset), so stay below it.
-        wanted.append("pytest<8")
-    if wanted:
-        run(pip + wanted)
+    if reqs is not None:
+        report["requirements"] = reqs.source
+        report["notes"] += reqs.notes
+        report["problems"] += [f"a conda package, not on PyPI: {d}" for d in reqs.not_pip]
+        install_all(reqs.requirements, reqs.constraints)
+    elif packages:
+        install_all(shlex.split(packages), [])
+    if specs.get("pip_packages"):
+        run(pip + list(specs["pip_packages"]))
     snapshot = prepare_snapshot(task)
     for rel in specs.get("requirements_files") or ():
         if (snapshot.path / rel).is_file():  # requirement files of the repository at its base commit
             run(pip + ["-r", str(snapshot.path / rel)])
     if specs.get("install_repo", True):
-        run(pip + [str(snapshot.path)])  # the repository's dependencies (and the package, removed below)
+        # The repository's dependencies, with the extras the spec's install names (sphinx's `.[test]`
+        # brings its test requirements), and the package itself (its code is shadowed, see below).
+        extras = re.search(r"(?:^|\s)['\"]?\.\[([^\]]+)\]", str(specs.get("install") or ""))
+        run(pip + [f"{snapshot.path}[{extras.group(1)}]" if extras else str(snapshot.path)])
     # The repository's own distribution stays installed (entry points, metadata), but the work copy's
     # import roots go first on PYTHONPATH, so its code is what runs. The roots come from the files the
     # distribution installed (``ansible`` lives in ``lib/``, ``flask`` in ``src/``).
@@ -112,6 +150,12 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
                 root = _find_root(snapshot.path, top)
                 if root is not None and root not in roots:
                     roots.append(root)
+    if "pytest" in task.tests.test_command and run([str(tmp / "bin" / "python"), "-c", "import pytest"], check=False):
+        # Nothing the spec installs brings pytest, yet its test command runs it: pytest 8 removed APIs
+        # that conftests of that era use (monkeypatch.notset), so stay below it, and say so.
+        run(pip + ["pytest<8"])
+        report["notes"].append("pytest<8 added: the test command runs pytest and nothing in the spec installs it")
+    (tmp / "ha-build.json").write_text(json.dumps(report, indent=1))
     (tmp / "ha-import-roots.json").write_text(json.dumps(roots))
     (tmp / "ha-base-prefix").write_text(str(base))
     (tmp / "ha-build.log").write_text("\n".join(log))
@@ -119,6 +163,32 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     tmp.rename(env)
     _fix_paths(env, tmp, base)
     (env / ".ha-ready").write_text(task.instance_id)
+
+
+def pypi_cutoff(task: Any, specs: dict[str, Any]) -> tuple[str | None, str]:
+    """(YYYY-MM-DD or None, why): the date PyPI is read as of. The spec's own (SWE-bench Pro's images
+    pin one); else, for SWE-bench rows, the day of the environment-setup commit (from the mirror):
+    requirements that name no version then get what the repository was tested with then, not
+    today's release (pylint 2.15's tests break on a tomlkit of 2024). ``HA_PYPI_CUTOFF``: ``none``
+    turns this off, a date sets it."""
+    if specs.get("pypi_cutoff"):
+        return str(specs["pypi_cutoff"]), "the spec's date"
+    override = os.environ.get("HA_PYPI_CUTOFF", "")
+    if override.lower() == "none":
+        return None, ""
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", override):
+        return override, "HA_PYPI_CUTOFF"
+    commit = (task.environment.extra or {}).get("environment_setup_commit")
+    if not str(task.benchmark).startswith("swebench_") or not commit:
+        return None, ""
+    from .workcopy import find_mirror
+
+    mirror = find_mirror(task.repo, None)
+    if mirror is None:
+        return None, ""
+    proc = subprocess.run(["git", "log", "-1", "--format=%cs", commit], cwd=mirror, capture_output=True, text=True)
+    day = proc.stdout.strip()
+    return (day, f"the day of the environment-setup commit {commit[:12]}") if proc.returncode == 0 and day else (None, "")
 
 
 def _uv() -> str:
@@ -202,6 +272,13 @@ def _find_root(snapshot: Path, top: str) -> str | None:
             if cand.is_file():
                 return "" if cand.parent == snapshot else str(cand.parent.relative_to(snapshot))
     return None
+
+
+def build_report(env: Path | None) -> dict[str, Any]:
+    """What building ``env`` read and could not install: ``requirements`` (the file and commit),
+    ``notes`` (fallbacks taken), ``problems`` (requirements missing from the environment)."""
+    f = Path(env) / "ha-build.json" if env is not None else None
+    return json.loads(f.read_text()) if f is not None and f.is_file() else {}
 
 
 def interpreter_dirs(env: Path) -> list[Path]:

@@ -14,6 +14,7 @@ Reset strategies (see benchmarks/bench_sandbox.py for the measurement):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from ..task import Task, TaskError
 from .base import PatchError, SandboxError
+from .setup_steps import apply_steps, pre_install_steps
 from .shell import ansi_c_quote
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,9 @@ def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
 def _snapshot_key(task: Task) -> str:
     h = hashlib.sha256()
     h.update(f"{task.repo}\0{task.base_commit}\0".encode())
+    steps = pre_install_steps(task)
+    if steps:
+        h.update(json.dumps(steps).encode())
     if task.source_dir is not None:
         root = Path(task.source_dir)
         for path in sorted(root.rglob("*")):
@@ -120,6 +125,13 @@ def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
             git(["update-ref", "-d", ref], dest)
     git(["remote", "remove", "origin"], dest, check=False)
     _write_excludes(dest)
+    steps = pre_install_steps(task)
+    if steps:
+        apply_steps(dest, steps)
+        if git(["status", "--porcelain"], dest).stdout.strip():
+            git(["add", "-A"], dest)
+            git(["-c", "user.name=harnessadapt", "-c", "user.email=harnessadapt@localhost", "commit", "-q",
+                 "--no-gpg-sign", "--no-verify", "-m", "environment setup (the benchmark's pre-install steps)"], dest)
     return _finish(dest)
 
 

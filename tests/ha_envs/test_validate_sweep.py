@@ -1,0 +1,118 @@
+"""`ha tasks validate` as a sweep: failures get a cause, a stratified sample, a resumable JSONL of
+results, a Markdown summary; the CLI flags reach the run (real grading of real tasks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ha_envs.task import Task, TestSpec
+from ha_envs.validate import (ValidationResult, read_results, stratified_sample, summary_markdown,
+                              validate_task)
+from ha_envs.grading.grader import Grader, local_sandbox_factory
+
+HA = Path(sys.executable).with_name("ha")
+NETWORK_TEST = ("import socket\n\n\ndef test_reaches_the_internet():\n"
+                "    socket.create_connection(('example.com', 80), timeout=3).close()\n")
+
+
+def _row(task: Task, **over) -> dict:
+    row = {"instance_id": task.instance_id, "problem_statement": task.problem_statement, "patch": task.gold_patch,
+           "test_patch": task.tests.test_patch, "FAIL_TO_PASS": list(task.tests.fail_to_pass),
+           "PASS_TO_PASS": list(task.tests.pass_to_pass), "test_command": task.tests.test_command,
+           "log_parser": "pytest", "source_dir": str(task.source_dir)}
+    return {**row, **over}
+
+
+def _network_task(tiny_task: Task) -> Task:
+    """The tiny task with one more PASS_TO_PASS test that needs the internet."""
+    (Path(tiny_task.source_dir) / "tests" / "test_net.py").write_text(NETWORK_TEST)
+    tests = TestSpec(**{**tiny_task.tests.__dict__,
+                        "pass_to_pass": tiny_task.tests.pass_to_pass + ("tests/test_net.py::test_reaches_the_internet",)})
+    return Task(**{**tiny_task.__dict__, "instance_id": "tiny__net", "tests": tests})
+
+
+def test_a_test_that_needs_the_network_is_classified_as_such(tiny_task):
+    res = validate_task(_network_task(tiny_task), Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "network"
+    assert any("reach for the network" in p for p in res.problems)
+
+
+def test_a_plain_disagreement_is_the_graders(tiny_task):
+    """Nothing about the environment or the network: a gold patch that does not resolve is ours to read."""
+    broken = Task(**{**tiny_task.__dict__, "gold_patch": tiny_task.gold_patch.replace("return hi", "return x + 0")})
+    res = validate_task(broken, Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "grader"
+    good = validate_task(tiny_task, Grader(local_sandbox_factory(network=False)))
+    assert good.ok and good.cause == "" and good.problems == []
+
+
+def _with_specs(task: Task, **specs) -> Task:
+    from ha_envs.task import EnvironmentSpec
+
+    return Task(**{**task.__dict__, "environment": EnvironmentSpec(extra={"specs": specs})})
+
+
+def test_an_environment_that_cannot_be_built_is_classified(tiny_task):
+    """The spec names a requirements file swebench knows no path of: a named build failure."""
+    res = validate_task(_with_specs(tiny_task, python="3.9", packages="requirements.txt"),
+                        Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "environment"
+    assert "names a requirements.txt, but swebench knows no path of it" in res.problems[0]
+
+
+def test_what_the_machine_lacks_is_classified(tiny_task):
+    res = validate_task(_with_specs(tiny_task, python="2.5"), Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "machine" and "Python 2.5 is needed" in res.problems[0]
+
+
+def _fake(iid: str, repo: str) -> Task:
+    return Task(instance_id=iid, benchmark="test", language="python", problem_statement="", repo=repo,
+                base_commit="0" * 40, tests=TestSpec("", ("t",), (), "true", "pytest"))
+
+
+def test_stratified_sample_spreads_over_repositories_and_is_seeded():
+    tasks = [_fake(f"a-{i}", "o/a") for i in range(10)] + [_fake(f"b-{i}", "o/b") for i in range(3)] + [_fake("c-0", "o/c")]
+    pick = stratified_sample(tasks, 7, seed=1)
+    repos = [t.repo for t in pick]
+    assert len(pick) == 7 and repos.count("o/c") == 1 and repos.count("o/b") == 3 and repos.count("o/a") == 3
+    assert [t.instance_id for t in pick] == [t.instance_id for t in stratified_sample(tasks, 7, seed=1)]
+    assert {t.instance_id for t in stratified_sample(tasks, 7, seed=2)} != {t.instance_id for t in pick}
+    assert pick == [t for t in tasks if t in pick]  # input order kept
+    assert len(stratified_sample(tasks, 100, seed=0)) == len(tasks)
+
+
+def test_results_file_survives_a_truncated_line_and_the_summary_names_causes(tmp_path):
+    a = ValidationResult("x__1", ok=True, repo="o/x", gold_status="resolved", empty_status="unresolved")
+    b = ValidationResult("y__2", ok=False, repo="o/y", cause="network", problems=["the failing tests reach for the network"])
+    c = ValidationResult("y__3", ok=False, repo="o/y", cause="environment", environment={"problems": ["a conda package, not on PyPI: hdf5"]})
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(a.to_dict()) + "\n" + json.dumps(b.to_dict()) + "\n" + json.dumps(c.to_dict())[:40])
+    got = read_results(f)
+    assert set(got) == {"x__1", "y__2"} and got["y__2"].cause == "network"
+    md = summary_markdown([a, b, c])
+    assert "| o/y | 2 | 0 | 1 | 1 | 0 | 0 |" in md and "| **all** | 3 | 1 | 1 | 1 | 0 | 0 |" in md
+    assert "1/2 validate (50.0%)" in md  # the network failure is out of the goal's denominator
+    assert "| y__3 | environment |" in md and "hdf5" in md
+
+
+def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path):
+    net = _network_task(tiny_task)
+    src = tmp_path / "tasks.jsonl"
+    src.write_text(json.dumps(_row(tiny_task)) + "\n" + json.dumps(_row(net)) + "\n")
+    results, md = tmp_path / "out" / "results.jsonl", tmp_path / "summary.md"
+    cmd = [str(HA), "tasks", "validate", "--jsonl", str(src), "--network", "off", "--results", str(results),
+           "--markdown", str(md), "--json", "--workers", "2"]
+    first = subprocess.run(cmd, capture_output=True, text=True)
+    assert first.returncode == 1, first.stderr  # one task is not valid here
+    rows = {r["instance_id"]: r for r in json.loads(first.stdout)}
+    assert rows["tiny__clamp"]["ok"] and rows["tiny__net"]["cause"] == "network"
+    assert len(results.read_text().splitlines()) == 2
+    assert "| tiny__net | network |" in md.read_text()
+    # A rerun validates nothing again: both are in the results file.
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert "2 of 2 already in" in again.stderr and "validating the other 0" in again.stderr
+    assert len(results.read_text().splitlines()) == 2
+    assert {r["instance_id"]: r["cause"] for r in json.loads(again.stdout)} == {"tiny__clamp": "", "tiny__net": "network"}
