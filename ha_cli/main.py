@@ -30,21 +30,49 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
-    from ha_envs.validate import validate_tasks
+    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory
+    from ha_envs.validate import read_results, stratified_sample, summary_markdown, validate_tasks
 
-    grader = None
-    if args.sandbox == "docker":
-        from ha_envs.grading.grader import Grader, docker_sandbox_factory
+    network = {"official": None, "on": True, "off": False}[args.network]
+    factory = docker_sandbox_factory(network=network) if args.sandbox == "docker" else local_sandbox_factory(network=network)
+    tasks = _tasks(args)
+    if args.sample:
+        tasks = stratified_sample(tasks, args.sample, args.seed)
+    done = read_results(Path(args.results)) if args.results else {}
+    todo = [t for t in tasks if t.instance_id not in done]
+    if done:
+        print(f"{len(tasks) - len(todo)} of {len(tasks)} already in {args.results}; validating the other {len(todo)}",
+              file=sys.stderr)
+    sink = None
+    if args.results:
+        Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+        sink = open(args.results, "a")
 
-        grader = Grader(docker_sandbox_factory())
-    results = validate_tasks(_tasks(args), workers=args.workers, grader=grader)
+    def record(r) -> None:
+        verdict = "ok  " if r.ok else f"FAIL ({r.cause})"
+        print(f"[{len(done) + 1}/{len(tasks)}] {verdict} {r.instance_id} {r.seconds:.0f}s", file=sys.stderr, flush=True)
+        done[r.instance_id] = r
+        if sink is not None:
+            sink.write(json.dumps(r.to_dict()) + "\n")
+            sink.flush()
+
+    try:
+        validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record)
+    finally:
+        if sink is not None:
+            sink.close()
+    results = [done[t.instance_id] for t in tasks]
+    if args.markdown:
+        title = f"ha tasks validate ({len(results)} instances, {args.sandbox} sandbox)"
+        Path(args.markdown).write_text(summary_markdown(results, title))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         for r in results:
             verdict = "ok  " if r.ok else "FAIL"
-            print(f"{verdict} {r.instance_id:34} gold={r.gold_status:11} empty={r.empty_status:11} {r.seconds:6.1f}s")
-            for p in r.problems:
+            cause = f" cause={r.cause}" if r.cause else ""
+            print(f"{verdict} {r.instance_id:34} gold={r.gold_status:11} empty={r.empty_status:11} {r.seconds:6.1f}s{cause}")
+            for p in r.problems + r.environment.get("problems", []):
                 print(f"     - {p}")
     bad = [r.instance_id for r in results if not r.ok]
     print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
@@ -68,8 +96,14 @@ def cmd_harness_list(args: argparse.Namespace) -> int:
         return 0
     print(f"{'name':10} {'hash':16} {'tools':>5} {'hooks':>5}  description")
     for s in rows:
-        print(f"{s.name:10} {s.hash:16} {len(s.tools):>5} {len(s.hooks):>5}  {s.description[:90]}")
+        print(f"{s.name:10} {s.hash:16} {len(s.tools):>5} {len(s.hooks):>5}  {_clip(s.description, 90)}")
     return 0
+
+
+def _clip(text: str, n: int) -> str:
+    """``text`` on one line, cut to ``n`` characters with an ellipsis when longer."""
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def cmd_harness_show(args: argparse.Namespace) -> int:
@@ -103,7 +137,14 @@ def cmd_harness_show(args: argparse.Namespace) -> int:
     for h in hooks:
         print(f"  {h['name']} [{', '.join(h['points'])}]")
         for k, v in h["params"].items():
-            print(f"      {k} = {json.dumps(v)[:110]}")
+            print(f"      {k} = {json.dumps(v)}")
+    return 0
+
+
+def cmd_harness_schema(args: argparse.Namespace) -> int:
+    from ha_envs.harness.schema import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
     return 0
 
 
@@ -138,15 +179,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.without:
         spec = spec.without(*args.without)
     tasks = _tasks(args)
-    total = len(tasks) * args.runs
-    count = [0]
-
-    def progress(rec: dict) -> None:
-        count[0] += 1
-        mark = "resolved" if rec["resolved"] else rec["termination"] + ("" if not rec["mask_sample"] else " (masked)")
-        print(f"[{count[0]}/{total}] run {rec['run']} {rec['instance_id']}: {mark} ({rec['duration_s']:.1f}s)",
-              file=sys.stderr, flush=True)
-
     from ha_agents.episode import TokenMode
 
     token_mode = None
@@ -165,7 +197,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
               "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
     summary = evaluate(tasks, policy=model, harness=spec, runs=args.runs, out_dir=args.out,
                        token_mode=token_mode, model_options=options, seed=args.seed,
-                       sandbox=args.sandbox, workers=args.workers, progress=progress, executor=args.executor,
+                       sandbox=args.sandbox, workers=args.workers, progress_bar=not args.no_progress,
+                       executor=args.executor,
                        env_kwargs={"max_turns": args.max_turns})
     print(summary.markdown())
     print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
@@ -183,11 +216,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if unknown and not args.instances:
         print(f"note: {len(unknown)} predicted instance(s) are not in the chosen tasks (listed in report.json)",
               file=sys.stderr)
-    grader = None
+    factory = None
     if args.sandbox == "docker":
         from ha_envs.grading.grader import docker_sandbox_factory
 
-        grader = Grader(docker_sandbox_factory())
+        factory = docker_sandbox_factory()
+    grader = Grader(factory, verdict_rules=args.verdict_rules)
 
     def progress(iid: str, body: dict) -> None:
         verdict = body["status"] + (f" (flags: {', '.join(body['flags'])})" if body["flags"] else "")
@@ -259,11 +293,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_show_trajectory(args: argparse.Namespace) -> int:
-    from ha_agents.trajectory import load_trajectory, render_html, render_text
+    from ha_agents.trajectory import load_trajectory, render_text
+    from ha_agents.viewer import render_html
 
     rec = load_trajectory(args.file, instance_id=args.instance, run=args.run)
     if args.html:
-        Path(args.html).write_text(render_html(rec))
+        tokenizer = None
+        if args.tokenizer:
+            from ha_agents.tokens import load_tokenizer
+
+            tokenizer = load_tokenizer(str(Path(args.tokenizer).resolve()))
+        Path(args.html).write_text(render_html(rec, tokenizer=tokenizer))
         print(f"wrote {args.html}")
     else:
         print(render_text(rec))
@@ -287,6 +327,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--sandbox", choices=["local", "docker"], default="local", help="where the tests run")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="N tasks of the selection, spread evenly over repositories (seeded by --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--network", choices=["official", "on", "off"], default="official",
+                   help="tests' network: as the official harness (real benchmarks' tests get it; default), "
+                        "always, or never")
+    p.add_argument("--results", metavar="FILE.jsonl",
+                   help="append each result here as it finishes; a rerun skips the instances already in it")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (per repository, with causes)")
     p.set_defaults(func=cmd_tasks_validate)
 
     images = sub.add_parser("images", help="build Docker images locally (no registry needed)").add_subparsers(
@@ -327,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
+    p.add_argument("--no-progress", action="store_true", help="no progress on stderr (by default: a bar redrawn in "
+                   "place on a terminal, else one line per finished episode with rate and ETA)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("grade", help="grade a SWE-bench predictions file (any agent's) with hidden tests")
@@ -335,6 +386,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--out", default="runs/grade", help="output directory (a rerun keeps finished instances)")
+    p.add_argument("--verdict-rules", choices=["auto", "swebench", "harnessadapt"], default="auto",
+                   help="auto (default): the installed swebench's own grading functions for SWE-bench rows, ours "
+                   "(stricter: F2P must be PASSED, a missing test fails) for the rest; or one of them for every "
+                   "task. Pro and R2E-Gym keep their harness's rule. report.json records the rule and version")
     p.set_defaults(func=cmd_grade)
 
     evolve = sub.add_parser("evolve", help="evolve the harness against a fixed policy (dual-rate gate)").add_subparsers(
@@ -380,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instance", help="which episode (default: the first)")
     p.add_argument("--run", type=int, default=None)
     p.add_argument("--html", metavar="OUT")
+    p.add_argument("--tokenizer", default="", help="with --html: decode the token view of a token-mode record with this "
+                   "tokenizer.json or model dir (the one `ha eval --tokenizer` used); without it, token ids")
     p.set_defaults(func=cmd_show_trajectory)
 
     harness = sub.add_parser("harness", help="inspect and compare harness specs").add_subparsers(
@@ -392,6 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--without", action="append", default=[], metavar="COMPONENT")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_harness_show)
+    p = harness.add_parser("schema", help="the JSON Schema of a harness spec file (catalogue tools and hooks "
+                           "with typed parameters)")
+    p.set_defaults(func=cmd_harness_schema)
     p = harness.add_parser("diff", help="what changed from harness A to harness B")
     p.add_argument("a")
     p.add_argument("b")

@@ -1,8 +1,9 @@
 """Candidate validation before any comparison rollout: format, schema, smoke episode.
 
 - format: the proposer's output parsed into a spec (a proposer without a candidate fails here);
-- schema: ``HarnessSpec.validate`` (catalogue names, parameters, script tools' schemas and syntax,
-  rule hooks' triggers);
+- schema: ``HarnessSpec.validate``: the spec file's schema (``ha_envs/harness/schema.py``, printed by
+  ``ha harness schema``: catalogue names, typed and ranged parameters and limits), then script
+  tools' schemas and syntax, rule hooks' triggers, duplicates and required tools;
 - smoke: the harness is built over a real sandbox on one task, and a scripted episode calls every
   tool the candidate adds once (arguments made from its schema) and submits. The episode must end
   ``submitted`` with an answer from each new tool; an infrastructure fault or a crash rejects.

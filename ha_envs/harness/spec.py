@@ -6,6 +6,10 @@ stable content hash (over behaviour only: name and description do not count, and
 hashed with their defaults filled in, so spelling a default out does not change the hash), and
 ``diff(a, b)`` lists what changed. Hooks run at each lifecycle point in the order listed.
 
+A document is checked against its schema (``schema.py``: types, ranges, unknown keys, catalogue
+names) before a spec is built; ``validate`` adds what spans fields (duplicates, a ``submit`` tool, a
+hook's required tools). Errors name the file and the field, and suggest a close name.
+
 Presets live in ``presets/*.yaml``: ``h0`` (bash + submit), ``h1`` and ``h2`` (reconstructed from
 the paper), and ``openhands`` (a hand-designed baseline modelled on OpenHands' CodeAct tools).
 """
@@ -25,10 +29,10 @@ import yaml
 from .custom import CustomComponentError, RuleHook, check_rule_hook, check_script_tool, script_tool
 from .hooks import HOOKS, Hook
 from .parsers import MULTI_CALL, PARSERS
+from .schema import BASES, DEFINE_KEY, Limits, ParserSpec, did_you_mean, problems
 from .tools import TOOLS, Tool
 
 PRESET_DIR = Path(__file__).parent / "presets"
-BASES = ("repair",)
 
 
 class HarnessSpecError(ValueError):
@@ -55,12 +59,9 @@ class Component:
         return json.loads(_checked_definition(kind, self.name, json.dumps(self.define, sort_keys=True)))
 
 
-DEFINE_KEY = {"tool": "script", "hook": "rule"}
-
-
 def read_data_file(path: str | Path, what: str, error: type[Exception] = ValueError) -> Any:
-    """A JSON (``.json``) or YAML file's data; ``error`` with the path and the reason when it cannot
-    be read or parsed."""
+    """A JSON (``.json``) or YAML file's data; ``error`` with the path (and ``:line:column`` of a
+    syntax error) and the reason when it cannot be read or parsed."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -68,8 +69,15 @@ def read_data_file(path: str | Path, what: str, error: type[Exception] = ValueEr
         raise error(f"cannot read {what} {path}: {exc}") from None
     try:
         return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise error(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark, start = exc.problem_mark or exc.context_mark, exc.context_mark
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        context = f"{exc.context} at line {start.line + 1}" if exc.context and start is not None else exc.context
+        raise error(f"{path}{where}: not valid YAML: {', '.join(p for p in (context, exc.problem) if p)}") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{path}: not valid YAML: {exc}") from None
 
 
 @functools.lru_cache(maxsize=256)
@@ -82,28 +90,20 @@ def _checked_definition(kind: str, name: str, blob: str) -> str:
 
 
 @dataclass(frozen=True)
-class ParserSpec:
-    format: str = "auto"
-    multi_call: str = "reject"
-    max_format_errors: int = 3
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_turns: int = 60
-    command_timeout_s: float = 120.0
-    output_head_bytes: int = 8000
-    output_tail_bytes: int = 8000
-
-
-@dataclass(frozen=True)
 class HarnessSpec:
+    """A harness; its file form and field documentation: ``schema.py`` (``ha harness schema``)."""
+
     name: str = "custom"
+    """A label; not hashed."""
     description: str = ""
+    """Free text; not hashed."""
     base: str = "repair"
+    """The base environment (``schema.BASES``)."""
     parser: ParserSpec = ParserSpec()
     tools: tuple[Component, ...] = ()
+    """In the order the model sees them."""
     hooks: tuple[Component, ...] = ()
+    """Run in this order at each lifecycle point."""
     limits: Limits = Limits()
     system_prompt: str = ""
     """Replaces the base env's instructions when set; ``{workdir}`` is filled in."""
@@ -117,22 +117,14 @@ class HarnessSpec:
 
     @classmethod
     def from_dict(cls, data: Any, origin: str = "spec") -> "HarnessSpec":
-        if not isinstance(data, dict):
-            raise HarnessSpecError(f"{origin}: a harness spec must be a mapping, got {type(data).__name__}")
-        known = {"name", "description", "base", "parser", "tools", "hooks", "limits", "system_prompt"}
-        unknown = set(data) - known
-        if unknown:
-            raise HarnessSpecError(f"{origin}: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-        try:
-            parser = ParserSpec(**(data.get("parser") or {}))
-            limits = Limits(**(data.get("limits") or {}))
-        except TypeError as exc:
-            raise HarnessSpecError(f"{origin}: {exc}") from None
-        return cls(name=str(data.get("name", "custom")), description=str(data.get("description", "")),
-                   base=str(data.get("base", "repair")), parser=parser,
-                   tools=tuple(_component(c, "tool", origin) for c in data.get("tools") or ()),
-                   hooks=tuple(_component(c, "hook", origin) for c in data.get("hooks") or ()),
-                   limits=limits, system_prompt=str(data.get("system_prompt") or ""))
+        """The spec of a document checked against the schema; HarnessSpecError naming ``origin`` and
+        each bad field otherwise. Values are kept as written (the hash of ``120`` is not ``120.0``'s)."""
+        _raise_problems(problems(data), origin)
+        return cls(name=data.get("name", "custom"), description=data.get("description", ""),
+                   base=data.get("base", "repair"), parser=ParserSpec(**(data.get("parser") or {})),
+                   tools=tuple(_component(c, "tool") for c in data.get("tools") or ()),
+                   hooks=tuple(_component(c, "hook") for c in data.get("hooks") or ()),
+                   limits=Limits(**(data.get("limits") or {})), system_prompt=data.get("system_prompt") or "")
 
     @classmethod
     def load(cls, path: str | Path) -> "HarnessSpec":
@@ -178,11 +170,12 @@ class HarnessSpec:
 
     def without(self, *names: str) -> "HarnessSpec":
         """An ablation: the same spec minus the named tools or hooks (each must be present)."""
-        present = set(self.tool_names) | set(self.hook_names)
+        present = self.tool_names + self.hook_names
         missing = [n for n in names if n not in present]
         if missing:
-            raise HarnessSpecError(f"cannot remove {', '.join(missing)}: not in harness {self.name!r} "
-                                   f"(tools: {', '.join(self.tool_names)}; hooks: {', '.join(self.hook_names) or 'none'})")
+            raise HarnessSpecError(f"cannot remove {', '.join(missing)}: not in harness {self.name!r};"
+                                   f"{did_you_mean(missing[0], present)} tools: {', '.join(self.tool_names)}; "
+                                   f"hooks: {', '.join(self.hook_names) or 'none'}")
         drop = set(names)
         return replace(self, name=f"{self.name}-without-{'-'.join(names)}",
                        tools=tuple(c for c in self.tools if c.name not in drop),
@@ -190,64 +183,64 @@ class HarnessSpec:
 
     def validate(self) -> "HarnessSpec":
         """Raise HarnessSpecError on anything ``build`` could not honour; return self."""
-        if self.base not in BASES:
-            raise HarnessSpecError(f"unknown base {self.base!r}; available: {', '.join(BASES)}")
+        _raise_problems(problems(self.to_dict()))
         if self.parser.format not in PARSERS:
-            raise HarnessSpecError(f"unknown parser {self.parser.format!r}; available: {', '.join(PARSERS)}")
+            raise HarnessSpecError(f"parser.format: unknown parser {self.parser.format!r};"
+                                   f"{did_you_mean(self.parser.format, PARSERS)} available: {', '.join(PARSERS)}")
         if self.parser.multi_call not in MULTI_CALL:
-            raise HarnessSpecError(f"unknown multi_call policy {self.parser.multi_call!r}; choose from {', '.join(MULTI_CALL)}")
-        if not isinstance(self.parser.max_format_errors, int) or self.parser.max_format_errors < 1:
-            raise HarnessSpecError("parser.max_format_errors must be a positive integer")
-        if not isinstance(self.limits.max_turns, int) or self.limits.max_turns < 1:
-            raise HarnessSpecError("limits.max_turns must be a positive integer")
-        for kind, comps, registry in (("tool", self.tools, TOOLS), ("hook", self.hooks, HOOKS)):
+            raise HarnessSpecError(f"parser.multi_call: unknown multi_call policy {self.parser.multi_call!r};"
+                                   f"{did_you_mean(self.parser.multi_call, MULTI_CALL)} choose from {', '.join(MULTI_CALL)}")
+        if self.base not in BASES:
+            raise HarnessSpecError(f"base: unknown base {self.base!r}; available: {', '.join(BASES)}")
+        for kind, comps in (("tool", self.tools), ("hook", self.hooks)):
             seen: set[str] = set()
-            for c in comps:
-                if c.define is not None:
-                    if c.name in seen:
-                        raise HarnessSpecError(f"duplicate {kind} {c.name!r}: each {kind} may appear once")
-                    seen.add(c.name)
-                    c.definition(kind)
-                    continue
-                if c.name not in registry:
-                    raise HarnessSpecError(f"unknown {kind} {c.name!r}; available: {', '.join(sorted(registry))}")
+            for i, c in enumerate(comps):
                 if c.name in seen:
-                    raise HarnessSpecError(f"duplicate {kind} {c.name!r}: each {kind} may appear once")
+                    raise HarnessSpecError(f"{kind}s[{i}]: duplicate {kind} {c.name!r}: each {kind} may appear once")
                 seen.add(c.name)
-                resolved_params(c, kind)
+                try:
+                    if c.define is not None:
+                        c.definition(kind)
+                    else:
+                        resolved_params(c, kind)
+                except HarnessSpecError as exc:
+                    raise HarnessSpecError(f"{kind}s[{i}]: {exc}") from None
         names = set(self.tool_names)
         if "submit" not in names:
-            raise HarnessSpecError("the harness has no `submit` tool, so an episode could only end at its limits")
+            raise HarnessSpecError("tools: the harness has no `submit` tool, so an episode could only end at its limits")
         if self.parser.format == "fenced_bash" and names - {"bash", "submit"}:
-            raise HarnessSpecError("the fenced_bash parser can only call bash and submit; "
+            raise HarnessSpecError("parser.format: the fenced_bash parser can only call bash and submit; "
                                    f"use auto/openai/hermes/qwen3_xml for {', '.join(sorted(names - {'bash', 'submit'}))}")
-        for c in self.hooks:
+        for i, c in enumerate(self.hooks):
             if c.define is not None:
-                tool = c.define.get("trigger", {}).get("tool") if isinstance(c.define.get("trigger"), dict) else None
+                trigger = c.define.get("trigger")
+                tool = trigger.get("tool") if isinstance(trigger, dict) else None
                 if tool is not None and tool not in names:
-                    raise HarnessSpecError(f"rule hook {c.name!r} watches the tool {tool!r}, which the harness lacks")
+                    raise HarnessSpecError(f"hooks[{i}]: rule hook {c.name!r} watches the tool {tool!r}, which the "
+                                           f"harness lacks;{did_you_mean(tool, names)} tools: {', '.join(self.tool_names)}")
                 continue
             need = HOOKS[c.name].requires_any_tool
             if need and not names & set(need):
-                raise HarnessSpecError(f"hook {c.name!r} needs one of the tools {', '.join(need)}, and the harness has none")
+                raise HarnessSpecError(f"hooks[{i}]: hook {c.name!r} needs one of the tools {', '.join(need)}, "
+                                       "and the harness has none")
         return self
 
 
-def _component(obj: Any, kind: str, origin: str) -> Component:
+def _raise_problems(found: list[str], origin: str = "") -> None:
+    """HarnessSpecError listing the schema's findings (one per line when several)."""
+    if found:
+        text = found[0] if len(found) == 1 else f"{len(found)} problems:" + "".join(f"\n  - {p}" for p in found)
+        raise HarnessSpecError(f"{origin}: {text}" if origin else text)
+
+
+def _component(obj: str | dict[str, Any], kind: str) -> Component:
+    """The record of a schema-checked tool or hook entry."""
     if isinstance(obj, str):
         return Component(obj)
     key = DEFINE_KEY[kind]
-    if isinstance(obj, dict) and isinstance(obj.get("name"), str) and set(obj) == {"name", key}:
-        if not isinstance(obj[key], dict):
-            raise HarnessSpecError(f"{origin}: the {key} of {kind} {obj['name']!r} must be a mapping")
+    if key in obj:
         return Component(obj["name"], {}, dict(obj[key]))
-    if isinstance(obj, dict) and isinstance(obj.get("name"), str) and set(obj) <= {"name", "params"}:
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise HarnessSpecError(f"{origin}: params of {kind} {obj['name']!r} must be a mapping")
-        return Component(obj["name"], dict(params))
-    raise HarnessSpecError(f"{origin}: a {kind} entry must be a name or {{name: ..., params: {{...}}}} "
-                           f"(or {{name: ..., {key}: {{...}}}} for a data-only one), got {obj!r}")
+    return Component(obj["name"], dict(obj.get("params") or {}))
 
 
 def _canonical(c: Component, kind: str) -> dict[str, Any]:
@@ -271,23 +264,15 @@ def hook_of(c: Component) -> Hook:
 
 
 def resolved_params(c: Component, kind: str) -> dict[str, Any]:
-    """The component's parameters with defaults filled in; raises HarnessSpecError if invalid."""
+    """The component's parameters with defaults filled in; raises HarnessSpecError if invalid (their
+    types are the schema's to check: ``validate``)."""
+    registry: dict[str, Any] = TOOLS if kind == "tool" else HOOKS
+    if c.name not in registry:
+        raise HarnessSpecError(f"unknown {kind} {c.name!r};{did_you_mean(c.name, registry)} "
+                               f"available: {', '.join(sorted(registry))}")
     if kind == "tool":
-        tool = TOOLS.get(c.name)
-        if tool is None:
-            raise HarnessSpecError(f"unknown tool {c.name!r}; available: {', '.join(sorted(TOOLS))}")
-        unknown = set(c.params) - set(tool.options)
-        if unknown:
-            raise HarnessSpecError(f"tool {c.name!r} has no option(s) {', '.join(sorted(unknown))}; "
-                                   f"it takes: {', '.join(tool.options) or 'none'}")
-        for key, value in c.params.items():
-            want = type(tool.options[key])
-            if not isinstance(value, (int, float) if want is float else want) or isinstance(value, bool) != (want is bool):
-                raise HarnessSpecError(f"tool {c.name!r}: option {key!r} must be {want.__name__}, got {value!r}")
-        return {**tool.options, **c.params}
-    cls = HOOKS.get(c.name)
-    if cls is None:
-        raise HarnessSpecError(f"unknown hook {c.name!r}; available: {', '.join(sorted(HOOKS))}")
+        return {**TOOLS[c.name].options, **c.params}
+    cls = HOOKS[c.name]
     try:
         return dict(cls(**copy.deepcopy(c.params)).params)
     except ValueError as exc:
@@ -336,12 +321,18 @@ def preset_names() -> list[str]:
 
 
 def load_spec(ref: "str | Path | HarnessSpec") -> HarnessSpec:
-    """A preset name (``h2``), a path to a YAML/JSON spec, or a spec; validated."""
+    """A preset name (``h2``), a path to a YAML/JSON spec, or a spec; validated (a file's errors
+    name the file)."""
     if isinstance(ref, HarnessSpec):
         return ref.validate()
     path = Path(ref)
     if str(ref) in preset_names():
-        return HarnessSpec.load(PRESET_DIR / f"{ref}.yaml").validate()
-    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
-        return HarnessSpec.load(path).validate()
-    raise HarnessSpecError(f"unknown harness {str(ref)!r}: not a preset ({', '.join(preset_names())}) nor a spec file")
+        path = PRESET_DIR / f"{ref}.yaml"
+    elif path.suffix not in (".yaml", ".yml", ".json") and not path.exists():
+        raise HarnessSpecError(f"unknown harness {str(ref)!r} (not a preset nor a spec file);"
+                               f"{did_you_mean(ref, preset_names())} presets: {', '.join(preset_names())}")
+    spec = HarnessSpec.load(path)
+    try:
+        return spec.validate()
+    except HarnessSpecError as exc:
+        raise HarnessSpecError(f"{path}: {exc}") from None
