@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 12
+ENV_FORMAT = 13
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -70,12 +70,13 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     tmp.parent.mkdir(parents=True, exist_ok=True)
     log: list[str] = []
 
-    # setuptools_scm finds no tags in the snapshot (history ends at the base commit): give it the version.
-    build_env = dict(os.environ, SETUPTOOLS_SCM_PRETEND_VERSION=_release(str(task.metadata.get("version", "0"))))
+    # setuptools_scm finds no tags in the snapshot (history ends at the base commit): give it the version,
+    # for the repository's own build only (a dependency built from source would take it too).
+    repo_env = dict(os.environ, SETUPTOOLS_SCM_PRETEND_VERSION=_release(str(task.metadata.get("version", "0"))))
 
-    def run(args: list[str], check: bool = True) -> str | None:
+    def run(args: list[str], check: bool = True, env: dict[str, str] | None = None) -> str | None:
         """None on success, else the error (raised when ``check``)."""
-        proc = subprocess.run(args, capture_output=True, text=True, env=build_env)
+        proc = subprocess.run(args, capture_output=True, text=True, env=env)
         log.append(f"$ {' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         if proc.returncode == 0:
             return None
@@ -87,17 +88,16 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
 
     base = python.resolve().parent.parent
     _copy_prefix(base, tmp)
-    pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip = plain = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     report: dict[str, Any] = {"requirements": None, "notes": [], "problems": []}
     cutoff, why = pypi_cutoff(task, specs)
     if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):  # uv drives Python 3.7 and later
         # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
-        # exempt (swebench pinned them when it built its images, later than the repository's date).
-        pip = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python"), "--exclude-newer", f"{cutoff}T23:59:59Z"]
-        for pin in specs.get("pip_packages") or ():
-            name = re.split(r"[<>=!~\[; ]", str(pin), maxsplit=1)[0]
-            if "==" in str(pin) and name:
-                pip += ["--exclude-newer-package", f"{name}=2100-01-01T00:00:00Z"]
+        # installed without it (swebench pinned them when it built its images, later than that date).
+        plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
+        pip = plain + ["--exclude-newer", f"{cutoff}T23:59:59Z"]
+        if specs.get("pypi_cutoff"):
+            plain = pip
         report["notes"].append(f"PyPI as of {cutoff} ({why})")
 
     def install_all(lines: list[str], constraints: list[str]) -> None:
@@ -129,7 +129,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     elif packages:
         install_all(shlex.split(packages), [])
     if specs.get("pip_packages"):
-        run(pip + list(specs["pip_packages"]))
+        run(plain + list(specs["pip_packages"]))
     snapshot = prepare_snapshot(task)
     for rel in specs.get("requirements_files") or ():
         if (snapshot.path / rel).is_file():  # requirement files of the repository at its base commit
@@ -138,7 +138,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
         # The repository's dependencies, with the extras the spec's install names (sphinx's `.[test]`
         # brings its test requirements), and the package itself (its code is shadowed, see below).
         extras = re.search(r"(?:^|\s)['\"]?\.\[([^\]]+)\]", str(specs.get("install") or ""))
-        run(pip + [f"{snapshot.path}[{extras.group(1)}]" if extras else str(snapshot.path)])
+        run(pip + [f"{snapshot.path}[{extras.group(1)}]" if extras else str(snapshot.path)], env=repo_env)
     # The repository's own distribution stays installed (entry points, metadata), but the work copy's
     # import roots go first on PYTHONPATH, so its code is what runs. The roots come from the files the
     # distribution installed (``ansible`` lives in ``lib/``, ``flask`` in ``src/``).
