@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 13
+ENV_FORMAT = 14
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -95,7 +95,10 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
         # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
         # installed without it (swebench pinned them when it built its images, later than that date).
         plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
-        pip = plain + ["--exclude-newer", f"{cutoff}T23:59:59Z"]
+        # Build backends (setuptools, wheel) as of today, as pip's build isolation gets them: an old
+        # setuptools writes versions today's tools reject (sphinx's ``3.5.0.dev-20261201``).
+        pip = plain + ["--exclude-newer", f"{cutoff}T23:59:59Z", "--exclude-newer-package", "setuptools=2100-01-01T00:00:00Z",
+                       "--exclude-newer-package", "wheel=2100-01-01T00:00:00Z"]
         if specs.get("pypi_cutoff"):
             plain = pip
         report["notes"].append(f"PyPI as of {cutoff} ({why})")
@@ -148,8 +151,15 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
                 or _legacy_from(tmp, name, snapshot.path)):
             for top in _top_levels(tmp, name):
                 root = _find_root(snapshot.path, top)
-                if root is not None and root not in roots:
-                    roots.append(root)
+                if root is not None:
+                    roots += [root] if root not in roots else []
+                    _drop_installed(tmp, top)
+    # The work copy's roots also go in a .pth file, as an editable install would put them: tests that
+    # set PYTHONPATH for a subprocess of their own (pylint's) must still import the work copy, never
+    # an installed copy of the base (removed above).
+    workdir = task.environment.workdir
+    for site in tmp.glob("lib/python*/site-packages"):
+        (site / "ha-workcopy.pth").write_text("".join(f"{workdir}/{r}\n" if r else f"{workdir}\n" for r in roots))
     if "pytest" in task.tests.test_command and run([str(tmp / "bin" / "python"), "-c", "import pytest"], check=False):
         # Nothing the spec installs brings pytest, yet its test command runs it: pytest 8 removed APIs
         # that conftests of that era use (monkeypatch.notset), so stay below it, and say so.
@@ -238,6 +248,14 @@ def _legacy_from(env: Path, dist: str, snapshot: Path) -> bool:
     infos = [i for i in env.glob("lib/python*/site-packages/*.egg-info") if _norm(i.name.split("-")[0]) == _norm(dist)]
     tops = _top_levels(env, dist) if infos else []
     return bool(tops) and all(_find_root(snapshot, t) is not None for t in tops)
+
+
+def _drop_installed(env: Path, top: str) -> None:
+    """Remove the installed copy of the repository's module or package ``top`` (its metadata and
+    entry points stay): the work copy's, on the path through ``ha-workcopy.pth``, is the one to run."""
+    for site in env.glob("lib/python*/site-packages"):
+        shutil.rmtree(site / top, ignore_errors=True)
+        (site / f"{top}.py").unlink(missing_ok=True)
 
 
 def _top_levels(env: Path, dist: str) -> list[str]:

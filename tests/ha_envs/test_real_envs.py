@@ -108,6 +108,10 @@ def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
         sb.run("sed -i 's/x + x + 1/x * 2/' acme/__init__.py")
         assert sb.run("python -c 'import acme; print(acme.double(3), acme.__file__)'").output.split()[0] == "6"
         assert "site-packages" not in sb.run("python -c 'import acme; print(acme.__file__)'").output
+        # A test that sets its own PYTHONPATH for a subprocess (pylint's do) still gets the work copy
+        # (through the env's .pth, as an editable install), never an installed copy of the base.
+        alone = sb.run("cd /tmp && env -u PYTHONPATH python -c 'import acme; print(acme.double(3), acme.__file__)'")
+        assert alone.output.split() == ["6", f"{real_task.environment.workdir}/acme/__init__.py"], alone.output
     finally:
         sb.close()
     g = Grader()
