@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
@@ -134,10 +135,14 @@ class PytestGuard:
         d = f"{grade_dir}/py"
         report = f"{grade_dir}/pytest-report.json"
         settings = json.dumps({"report": report, "changed": changed}).encode()
-        prefix = (f"export PYTHONPATH={ansi_c_quote(d)}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 "
-                  f"PYTEST_ADDOPTS=\"-p ha_pytest_guard -p no:cacheprovider${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\" "
+        # The plugin's module name is new for every run, so nothing the patch put on the path can
+        # stand in for it, and its directory goes last on PYTHONPATH: tests that edit sys.path by
+        # position (pylint's modify_sys_path pops entries by index) see the path they expect.
+        module = f"ha_pytest_guard_{secrets.token_hex(6)}"
+        prefix = (f"export PYTHONPATH=${{PYTHONPATH:+$PYTHONPATH:}}{ansi_c_quote(d)} PYTHONDONTWRITEBYTECODE=1 "
+                  f"PYTEST_ADDOPTS=\"-p {module} -p no:cacheprovider${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\" "
                   f"HA_GUARD_CONFIG={ansi_c_quote(d + '/settings.json')}; ")
-        return GuardRun(prefix + command, {"py/ha_pytest_guard.py": (GUARD_DIR / "ha_pytest_guard.py").read_bytes(),
+        return GuardRun(prefix + command, {f"py/{module}.py": (GUARD_DIR / "ha_pytest_guard.py").read_bytes(),
                                            "py/settings.json": settings}, report)
 
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:

@@ -266,7 +266,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     Python instances, the interpreter and venv the local sandbox uses (built on the host by
     ``pyenv.python_env``, copied in at the same paths), with PATH and PYTHONPATH set for the workdir."""
     from .nodeenv import node_env
-    from .pyenv import import_roots, interpreter_dirs, python_env
+    from .pyenv import import_roots, interpreter_dirs, python_env, workcopy_on_path
 
     if base is None and task is not None:
         official = official_image(client, task)
@@ -293,7 +293,8 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
             c.stop(timeout=1)
             pythonpath = import_roots(prepare_snapshot(task).path, task.environment.workdir, venv)
             _commit(c, tag, [f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                             f"ENV VIRTUAL_ENV={venv}", f"ENV PYTHONPATH={pythonpath}"])
+                             f"ENV VIRTUAL_ENV={venv}"]
+                    + ([] if workcopy_on_path(venv, task.environment.workdir) else [f"ENV PYTHONPATH={pythonpath}"]))
         return tag
 
 

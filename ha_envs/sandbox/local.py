@@ -226,9 +226,10 @@ class LocalSandbox:
             "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
         }
         if self.config.python_env:
-            from .pyenv import import_roots
+            from .pyenv import import_roots, workcopy_on_path
 
-            env["PYTHONPATH"] = import_roots(self.snapshot.path, self.workdir, Path(self.config.python_env))
+            if not workcopy_on_path(Path(self.config.python_env), self.workdir):
+                env["PYTHONPATH"] = import_roots(self.snapshot.path, self.workdir, Path(self.config.python_env))
             env["VIRTUAL_ENV"] = self.config.python_env
         return env
 

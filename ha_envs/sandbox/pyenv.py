@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 14
+ENV_FORMAT = 15
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -49,7 +49,8 @@ def python_env(task: Any) -> Path | None:
     specs = (task.environment.extra or {}).get("specs") if task is not None else None
     if not specs or task.language != "python" or not specs.get("python"):
         return None
-    key = hashlib.sha256(json.dumps([ENV_FORMAT, task.repo, specs, task.base_commit], sort_keys=True).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([ENV_FORMAT, task.repo, specs, task.base_commit, pypi_cutoff(task, specs)[0]],
+                                    sort_keys=True).encode()).hexdigest()[:12]
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.repo)
     env = cache_root() / "envs" / f"{safe}-{specs['python']}-{key}"
     if (env / ".ha-ready").is_file():
@@ -290,6 +291,18 @@ def _find_root(snapshot: Path, top: str) -> str | None:
             if cand.is_file():
                 return "" if cand.parent == snapshot else str(cand.parent.relative_to(snapshot))
     return None
+
+
+def workcopy_on_path(env: Path, workdir: str) -> bool:
+    """Whether ``env``'s ``.pth`` already puts a work copy at ``workdir`` on the path: then no
+    ``PYTHONPATH`` is set, as in the official images, where tests that edit ``sys.path`` by position
+    (pylint's) expect none."""
+    root = workdir.rstrip("/")
+    for f in Path(env).glob("lib/python*/site-packages/ha-workcopy.pth"):
+        lines = f.read_text().splitlines()
+        if lines and all(line == root or line.startswith(root + "/") for line in lines):
+            return True
+    return False
 
 
 def build_report(env: Path | None) -> dict[str, Any]:

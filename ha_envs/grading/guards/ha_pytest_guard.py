@@ -1,6 +1,6 @@
 """harnessadapt's grading guard for pytest: an independent, structured record of a test run.
 
-The grader starts pytest with ``-p ha_pytest_guard`` and ``HA_GUARD_CONFIG`` naming a JSON file
+The grader starts pytest with ``-p ha_pytest_guard_<random>`` (this file under a new name each run) and ``HA_GUARD_CONFIG`` naming a JSON file
 (``report``: where to write; ``changed``: the files the agent's patch changed). The variable is
 removed as soon as this module is imported, before any code under test runs, and only the first
 (outermost) pytest session of the process is recorded, so nested in-process sessions (pytester) and
