@@ -25,17 +25,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .grading.grader import Grader, GradeReport, GradingError
+from .grading.grader import NETWORK_SIGNS, Grader, GradeReport, GradingError
 from .grading.parsers import PASSED, SKIPPED, XFAIL
 from .sandbox.base import SandboxError
 from .task import Task
 
 CAUSES = ("environment", "network", "machine", "grader")
-NETWORK_SIGNS = re.compile(
-    r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
-    r"Failed to establish a new connection|Max retries exceeded with url|NewConnectionError|ConnectTimeout|"
-    r"ConnectionRefusedError|socket\.gaierror|getaddrinfo failed|urlopen error|Could not resolve host|"
-    r"nodename nor servname|No route to host|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|httpbin")
 MACHINE_SIGNS = re.compile(
     r"pyenv has none|needs `uv`|no Docker daemon|cannot be had|no registry|command not found|"
     r"No such file or directory: '(node|npm|go|cargo|java|mvn|gradle|ruby|php)'|toolchain|needs root")
@@ -106,7 +101,7 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
 
 
 def _evidence(report: GradeReport) -> str:
-    return "\n".join([report.error, report.log_tail])
+    return "\n".join([report.error, report.log_tail, *report.network_errors])
 
 
 def _explain(res: ValidationResult, task: Task, evidence: list[str]) -> None:

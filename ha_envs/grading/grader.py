@@ -90,6 +90,9 @@ class GradeReport:
     """The rule's split, in swebench's layout: ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]},
     "PASS_TO_PASS": {...}}``."""
     overruled: str = ""
+    network_errors: list[str] = field(default_factory=list)
+    """Up to five distinct lines of the whole test log that show a test reaching for the network
+    (name resolution, refused or unreachable connections): why a failure may be the machine's."""
     """Why a resolution that swebench's rule granted was taken away by our guards (``verdicts.py``)."""
 
     def flag(self, name: str, why: str) -> None:
@@ -117,6 +120,25 @@ SandboxFactory = Callable[[Snapshot | None, Path | None, Task], Sandbox]
 """(snapshot, grading root holding the prepared ``testbed`` copy, task) -> a fresh sandbox on it.
 A factory marked ``in_place`` (Docker) gets (None, None, task): its sandbox starts from the task's
 snapshot image and the grader prepares the copy inside it."""
+
+
+NETWORK_SIGNS = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
+    r"Failed to establish a new connection|Max retries exceeded with url|NewConnectionError|ConnectTimeout|"
+    r"socket\.gaierror|getaddrinfo failed|urlopen error|Could not resolve host|nodename nor servname|"
+    r"No route to host|ENOTFOUND|EAI_AGAIN|ECONNREFUSED")
+
+
+def network_errors(log: str, limit: int = 5) -> list[str]:
+    found: list[str] = []
+    for line in log.splitlines():
+        if NETWORK_SIGNS.search(line):
+            line = line.strip()[:300]
+            if line not in found:
+                found.append(line)
+                if len(found) == limit:
+                    break
+    return found
 
 
 def tests_need_network(task: Task | None) -> bool:
@@ -208,6 +230,7 @@ class Grader:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
         if evidence is not None:
             report.log_tail = evidence.log[-4000:]
+            report.network_errors = network_errors(evidence.log)
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
             decide(report, task, statuses, self.verdict_rules, evidence.exit_code, evidence.log)
             reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]

@@ -178,19 +178,18 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
 
 def pypi_cutoff(task: Any, specs: dict[str, Any]) -> tuple[str | None, str]:
     """(YYYY-MM-DD or None, why): the date PyPI is read as of. The spec's own (SWE-bench Pro's images
-    pin one); else, for SWE-bench rows, the day of the environment-setup commit (from the mirror):
-    requirements that name no version then get what the repository was tested with then, not
-    today's release (pylint 2.15's tests break on a tomlkit of 2024). ``HA_PYPI_CUTOFF``: ``none``
-    turns this off, a date sets it."""
+    pin one); else ``HA_PYPI_CUTOFF``: a date, or ``setup-commit`` for the day of a SWE-bench row's
+    environment-setup commit (from the mirror), so requirements that name no version get what the
+    repository was tested with then. Off by default: swebench built its images with the PyPI of
+    their build day, and a cutoff older than the spec's Python breaks more than it fixes (requests
+    2.4 on Python 3.9 gets a 2014 pytest); measured in benchmarks/VALIDATION.md."""
     if specs.get("pypi_cutoff"):
         return str(specs["pypi_cutoff"]), "the spec's date"
-    override = os.environ.get("HA_PYPI_CUTOFF", "")
-    if override.lower() == "none":
-        return None, ""
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", override):
-        return override, "HA_PYPI_CUTOFF"
+    setting = os.environ.get("HA_PYPI_CUTOFF", "").strip().lower()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", setting):
+        return setting, "HA_PYPI_CUTOFF"
     commit = (task.environment.extra or {}).get("environment_setup_commit")
-    if not str(task.benchmark).startswith("swebench_") or not commit:
+    if setting != "setup-commit" or not str(task.benchmark).startswith("swebench_") or not commit:
         return None, ""
     from .workcopy import find_mirror
 

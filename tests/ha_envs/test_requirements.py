@@ -167,18 +167,18 @@ def test_env_built_from_the_repository_requirements_names_what_pip_cannot_have(p
     assert not any("pytest<8" in n for n in report["notes"])
 
 
-def test_pypi_is_read_as_of_the_setup_commit_unless_told_otherwise(pylint_like, monkeypatch):
+def test_pypi_date_is_the_specs_or_the_one_asked_for(pylint_like, monkeypatch):
     from ha_envs.sandbox.pyenv import pypi_cutoff
 
     task, _, setup = pylint_like
     mirror = os.environ["HA_REPOS_DIR"] + "/pylint-dev+pylint/repo"
     day = subprocess.run(["git", "log", "-1", "--format=%cs", setup], cwd=mirror, capture_output=True, text=True).stdout.strip()
     t = task()
-    assert pypi_cutoff(t, t.environment.extra["specs"]) == (day, f"the day of the environment-setup commit {setup[:12]}")
+    monkeypatch.delenv("HA_PYPI_CUTOFF", raising=False)
+    assert pypi_cutoff(t, t.environment.extra["specs"])[0] is None  # today's PyPI unless asked
     assert pypi_cutoff(t, {"pypi_cutoff": "2023-05-01"}) == ("2023-05-01", "the spec's date")
+    monkeypatch.setenv("HA_PYPI_CUTOFF", "setup-commit")
+    assert pypi_cutoff(t, {}) == (day, f"the day of the environment-setup commit {setup[:12]}")
+    assert pypi_cutoff(task(setup_commit=None), {})[0] is None  # nothing to date it by
     monkeypatch.setenv("HA_PYPI_CUTOFF", "2021-02-03")
     assert pypi_cutoff(t, {}) == ("2021-02-03", "HA_PYPI_CUTOFF")
-    monkeypatch.setenv("HA_PYPI_CUTOFF", "none")
-    assert pypi_cutoff(t, {})[0] is None
-    monkeypatch.delenv("HA_PYPI_CUTOFF")
-    assert pypi_cutoff(task(setup_commit=None), {})[0] is None  # nothing to date it by: today's PyPI
