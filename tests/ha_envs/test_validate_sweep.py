@@ -116,3 +116,13 @@ def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path
     assert "2 of 2 already in" in again.stderr and "validating the other 0" in again.stderr
     assert len(results.read_text().splitlines()) == 2
     assert {r["instance_id"]: r["cause"] for r in json.loads(again.stdout)} == {"tiny__clamp": "", "tiny__net": "network"}
+
+
+def test_network_lines_are_found_anywhere_in_the_log():
+    from ha_envs.grading.grader import network_errors
+
+    log = ("PASSED t::a\n" * 5000 + "E   socket.gaierror: [Errno -2] Name or service not known\n"
+           + "E   Failed: The connect() request should time out.\n" * 3 + "PASSED t::b\n" * 5000)
+    assert network_errors(log) == ["E   socket.gaierror: [Errno -2] Name or service not known",
+                                   "E   Failed: The connect() request should time out."]
+    assert network_errors("FAILED t::c - AssertionError: 1 != 2\n") == []
