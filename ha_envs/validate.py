@@ -33,7 +33,7 @@ from .task import Task
 CAUSES = ("environment", "network", "machine", "grader")
 MACHINE_SIGNS = re.compile(
     r"pyenv has none|needs `uv`|no Docker daemon|cannot be had|no registry|command not found|"
-    r"No such file or directory: '(node|npm|go|cargo|java|mvn|gradle|ruby|php)'|toolchain|needs root")
+    r"No such file or directory: '(node|npm|go|cargo|java|mvn|gradle|ruby|php)'|needs root")
 
 
 @dataclass

@@ -93,3 +93,13 @@ def tiny_task(tmp_path) -> Task:
                        log_parser="pytest", protected_paths=("conftest.py", "**/conftest.py"), timeout_s=120),
         source_dir=repo, gold_patch=gold, difficulty="easy",
     )
+
+
+def task_row(task: Task, **over) -> dict:
+    """``task`` as a row of a JSONL task file (SWE-bench field names; a task built from a directory),
+    for tests that go through ``--jsonl`` as a user's file would."""
+    row = {"instance_id": task.instance_id, "problem_statement": task.problem_statement, "patch": task.gold_patch,
+           "test_patch": task.tests.test_patch, "FAIL_TO_PASS": list(task.tests.fail_to_pass),
+           "PASS_TO_PASS": list(task.tests.pass_to_pass), "test_command": task.tests.test_command,
+           "log_parser": task.tests.log_parser, "source_dir": str(task.source_dir)}
+    return {**row, **over}

@@ -233,7 +233,6 @@ class Grader:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
         if evidence is not None:
             report.log_tail = evidence.log[-4000:]
-            report.network_errors = network_errors(evidence.log)
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
             decide(report, task, statuses, self.verdict_rules, evidence.exit_code, evidence.log)
             reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
@@ -243,6 +242,8 @@ class Grader:
                 report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
             elif evidence.timed_out and not report.resolved:
                 report.status = "tests_timed_out"
+            if not report.resolved:  # only a failure needs explaining; logs run to megabytes
+                report.network_errors = network_errors(evidence.log)
         report.duration_s = time.monotonic() - t0
         return report
 

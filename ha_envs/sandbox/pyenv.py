@@ -315,8 +315,7 @@ def interpreter_dirs(env: Path) -> list[Path]:
     """What ``env``'s python needs at run time: the env, and the pyenv prefix it was copied from
     (a shared-library build's binary loads ``libpython`` from that prefix's ``lib/``)."""
     recorded = Path(env) / "ha-base-prefix"
-    base = Path(recorded.read_text().strip()) if recorded.is_file() else (Path(env) / "bin" / "python").resolve().parent.parent
-    return [Path(env)] + ([base] if base != Path(env) else [])
+    return [Path(env)] + ([Path(recorded.read_text().strip())] if recorded.is_file() else [])
 
 
 def import_roots(snapshot_path: Path, workdir: str, env: Path | None) -> str:

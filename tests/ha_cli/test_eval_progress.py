@@ -18,16 +18,14 @@ from pathlib import Path
 
 from ha_agents.progress import EpisodeProgress
 from ha_cli.main import main
+from tests.conftest import task_row
 
 HA = Path(sys.executable).with_name("ha")
 
 
 def _tiny_jsonl(task, path: Path) -> list[str]:
     """The conftest's tiny task as a one-row JSONL source (grading it is quicker than a mini task's)."""
-    row = {"instance_id": task.instance_id, "problem_statement": task.problem_statement, "patch": task.gold_patch,
-           "test_patch": task.tests.test_patch, "FAIL_TO_PASS": list(task.tests.fail_to_pass),
-           "PASS_TO_PASS": list(task.tests.pass_to_pass), "test_command": task.tests.test_command,
-           "log_parser": "pytest", "source_dir": str(task.source_dir)}
+    row = task_row(task)
     path.write_text(json.dumps(row) + "\n")
     return ["--jsonl", str(path), "--policy", "oracle", "--harness", "h0"]
 

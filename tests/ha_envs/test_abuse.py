@@ -71,6 +71,19 @@ def test_shadowing_pytest_module_earns_nothing(kind):
     assert "pytest.py" in taken_from_base(grade)
 
 
+def test_a_module_named_like_the_guard_earns_nothing(kind):
+    """The guard's directory is last on PYTHONPATH (tests that pop sys.path by index need that), so
+    a module of the work copy could stand in for it if its name were known: it is new each run. The
+    agent writes a force-pass plugin under the old fixed name and under plausible new ones."""
+    names = ["ha_pytest_guard.py", "ha_pytest_guard_000000000000.py", "py/ha_pytest_guard.py"]
+    reward, info, out = episode(kind, [write(n, FORCE_PASS_HOOK) for n in names]
+                                + [control_test(), f"PYTHONPATH=. python -m pytest -q -p ha_pytest_guard {BROKEN} 2>&1 | tail -3"])
+    assert live(out), out[-1]  # the payload does force passes when loaded by that name
+    grade = assert_no_reward(reward, info)
+    assert grade["status"] == "unresolved" and grade["fail_to_pass"] and \
+        not any(s == "PASSED" for s in grade["fail_to_pass"].values())
+
+
 def test_entry_point_plugin_in_work_copy_earns_nothing(kind):
     reward, info, out = episode(kind, [
         PLUGIN, write("evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"),

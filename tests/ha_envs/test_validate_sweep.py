@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ha_envs.task import Task, TestSpec
+from tests.conftest import task_row
 from ha_envs.validate import (ValidationResult, read_results, stratified_sample, summary_markdown,
                               validate_task)
 from ha_envs.grading.grader import Grader, local_sandbox_factory
@@ -16,14 +17,6 @@ from ha_envs.grading.grader import Grader, local_sandbox_factory
 HA = Path(sys.executable).with_name("ha")
 NETWORK_TEST = ("import socket\n\n\ndef test_reaches_the_internet():\n"
                 "    socket.create_connection(('example.com', 80), timeout=3).close()\n")
-
-
-def _row(task: Task, **over) -> dict:
-    row = {"instance_id": task.instance_id, "problem_statement": task.problem_statement, "patch": task.gold_patch,
-           "test_patch": task.tests.test_patch, "FAIL_TO_PASS": list(task.tests.fail_to_pass),
-           "PASS_TO_PASS": list(task.tests.pass_to_pass), "test_command": task.tests.test_command,
-           "log_parser": "pytest", "source_dir": str(task.source_dir)}
-    return {**row, **over}
 
 
 def _network_task(tiny_task: Task) -> Task:
@@ -101,7 +94,7 @@ def test_results_file_survives_a_truncated_line_and_the_summary_names_causes(tmp
 def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path):
     net = _network_task(tiny_task)
     src = tmp_path / "tasks.jsonl"
-    src.write_text(json.dumps(_row(tiny_task)) + "\n" + json.dumps(_row(net)) + "\n")
+    src.write_text(json.dumps(task_row(tiny_task)) + "\n" + json.dumps(task_row(net)) + "\n")
     results, md = tmp_path / "out" / "results.jsonl", tmp_path / "summary.md"
     cmd = [str(HA), "tasks", "validate", "--jsonl", str(src), "--network", "off", "--results", str(results),
            "--markdown", str(md), "--json", "--workers", "2"]
