@@ -157,11 +157,17 @@ def pick_ids(tasks: list[Task], ids: list[str], source: str) -> list[Task]:
     return [by_id[i] for i in dict.fromkeys(ids)]
 
 
-def did_you_mean(word: str, choices: list[str], n: int = 3) -> str:
-    """`` (did you mean A or B?)`` for the choices closest to a mistyped ``word``: those containing
-    it first (``ttl_cache`` -> ``mini__ttl_cache``), then by similarity; an empty string if none is close."""
+def close_matches(word: str, choices: Iterable[str], n: int = 3, cutoff: float = 0.7) -> list[str]:
+    """The choices closest to a mistyped ``word``: those containing it first (``ttl_cache`` ->
+    ``mini__ttl_cache``), then by similarity. The one lookup behind every "did you mean"."""
+    choices = list(choices)
     within = [c for c in choices if word and word in c][:n]
-    close = (within + [c for c in difflib.get_close_matches(word, choices, n=n, cutoff=0.7) if c not in within])[:n]
+    return (within + [c for c in difflib.get_close_matches(word, choices, n=n, cutoff=cutoff) if c not in within])[:n]
+
+
+def did_you_mean(word: str, choices: list[str], n: int = 3) -> str:
+    """`` (did you mean A or B?)`` for the choices closest to ``word``; an empty string if none is close."""
+    close = close_matches(word, choices, n)
     if not close:
         return ""
     named = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"

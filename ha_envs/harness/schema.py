@@ -12,7 +12,6 @@ schema``), for spec authors and proposers.
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import json
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError,
                       create_model)
 
+from ..loaders import close_matches
 from .hooks import HOOKS
 from .parsers import MULTI_CALL, PARSERS
 from .tools import TOOLS
@@ -39,7 +39,7 @@ Text = Annotated[str, Field(strict=True)]
 
 def did_you_mean(name: object, choices: Iterable[str]) -> str:
     """``" did you mean 'x'?"`` for the closest choice, or ``""`` when none is close."""
-    close = difflib.get_close_matches(str(name), list(choices), n=1)
+    close = close_matches(str(name), choices, n=1, cutoff=0.6)
     return f" did you mean {close[0]!r}?" if close else ""
 
 
