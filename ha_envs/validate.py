@@ -204,7 +204,7 @@ def summary_markdown(results: list[ValidationResult], title: str = "Validation")
     for repo in repos + ["**all**"]:
         rs = [r for r in results if repo == "**all**" or r.repo == repo]
         counts = [sum(r.cause == c for r in rs) for c in CAUSES]
-        lines.append(f"| {repo} | {len(rs)} | {sum(r.ok for r in rs)} | " + " | ".join(map(str, counts)) + " |")
+        lines.append(f"| {repo or '(no repository)'} | {len(rs)} | {sum(r.ok for r in rs)} | " + " | ".join(map(str, counts)) + " |")
     eligible = [r for r in results if r.cause not in ("network", "machine")]
     if eligible:
         ok = sum(r.ok for r in eligible)
