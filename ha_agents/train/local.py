@@ -13,9 +13,10 @@ about fifteen lines of loss; the GRPO maths here stays ours and tested either wa
   sampler's up to numerics (the mismatch is reported per update).
 - Update: ``mini_batches`` optimizer steps per update, each over its share of the samples, the
   loss normalised over that mini-batch's mask-1 tokens (token-mean) across micro-batches. A
-  micro-batch holds members of one GRPO group (length-sorted, padded up to ``micro_batch_tokens``);
+  micro-batch holds members of one GRPO group (length-sorted, up to ``micro_batch_tokens``);
   their shared prompt runs once and every member's continuation attends to its cached keys and
-  values (``share_prefix``); only mask-1 positions go through the LM head. ``pack=False`` is the
+  values (``share_prefix``), members running in length buckets so a short continuation is not
+  padded to a long one; only mask-1 positions go through the LM head. ``pack=False`` is the
   naive per-sample, full-vocabulary baseline kept for ``benchmarks/bench_train.py``; the tests
   check both give the same update.
 - Checkpoints hold the model, the optimizer, the step and every RNG state.
@@ -299,14 +300,7 @@ class LocalTrainer:
             hidden = base(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
             targets = ids[:, 1:]
         else:
-            B, S = ids.shape
-            pre = base(input_ids=torch.tensor([micro[0].token_ids[:P]], device=self.device), use_cache=True)
-            cache = pre.past_key_values
-            cache.batch_repeat_interleave(B)
-            full_attn = torch.cat([torch.ones((B, P), dtype=torch.long, device=self.device), attn], dim=1)
-            pos = torch.arange(P, P + S, device=self.device).unsqueeze(0).expand(B, S)
-            hs = base(input_ids=ids, attention_mask=full_attn, past_key_values=cache, position_ids=pos).last_hidden_state
-            hidden = torch.cat([pre.last_hidden_state[:, -1:].expand(B, 1, -1), hs[:, :-1]], dim=1)
+            hidden = self._shared_prefix_hidden(model, base, micro, P, ids, attn)
             targets = ids
         sel = mask > 0
         lsm = torch.log_softmax(head(hidden[sel]).float() / (self.config.temperature or 1.0), dim=-1)
@@ -317,6 +311,54 @@ class LocalTrainer:
             ent = torch.zeros(mask.shape, dtype=picked.dtype, device=picked.device).masked_scatter(
                 sel, -(lsm.exp() * lsm).sum(-1))
         return logp, mask, old, adv, ent
+
+
+    def _shared_prefix_hidden(self, model: Any, base: Any, micro: list[Sample], P: int, ids: Any, attn: Any) -> Any:
+        """Final hidden states [B, S, H] predicting tokens P.. of every member: the shared prompt runs
+        once (with gradients), then members' continuations run in length buckets, each bucket
+        attending to its own copy of the prompt's keys and values. Buckets hold members within
+        ``_BUCKET_FILL`` of the bucket's longest continuation, so a short give-up does not pad to a
+        long fix (attention over the prompt is most of a continuation's cost); rows past a member's
+        length are zero and never selected."""
+        torch = self.torch
+        from transformers import DynamicCache
+
+        B, S = ids.shape
+        d = self.device
+        pre = base(input_ids=torch.tensor([micro[0].token_ids[:P]], device=d), use_cache=True)
+        kv = [(layer.keys, layer.values) for layer in pre.past_key_values.layers]
+        last = pre.last_hidden_state[:, -1:]
+        lengths = [len(s.token_ids) - P for s in micro]
+        parts: list[tuple[list[int], Any]] = []
+        for rows in _length_buckets(lengths):
+            b, Sb = len(rows), max(lengths[i] for i in rows)
+            cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in kv],
+                                 config=model.config)
+            idx = torch.tensor(rows, device=d)
+            b_attn = torch.cat([torch.ones((b, P), dtype=torch.long, device=d), attn[idx, :Sb]], dim=1)
+            pos = torch.arange(P, P + Sb, device=d).unsqueeze(0).expand(b, Sb)
+            hs = base(input_ids=ids[idx, :Sb], attention_mask=b_attn, past_key_values=cache,
+                      position_ids=pos).last_hidden_state
+            h = torch.cat([last.expand(b, 1, -1), hs[:, :-1]], dim=1)
+            parts.append((rows, torch.nn.functional.pad(h, (0, 0, 0, S - Sb))))
+        order = [i for rows, _ in parts for i in rows]
+        stacked = torch.cat([h for _, h in parts], dim=0)
+        return stacked[torch.tensor([order.index(i) for i in range(B)], device=d)]
+
+
+_BUCKET_FILL = 0.75
+"""A member joins a bucket while its continuation is at least this share of the bucket's longest."""
+
+
+def _length_buckets(lengths: list[int]) -> list[list[int]]:
+    """Indices of ``lengths`` in buckets, longest first, each within ``_BUCKET_FILL`` of its longest."""
+    out: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if out and lengths[i] >= _BUCKET_FILL * lengths[out[-1][0]]:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
 
 
 def _tied(model: Any, key: str) -> bool:

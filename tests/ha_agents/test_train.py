@@ -20,6 +20,7 @@ if not os.environ.get("CI"):
 import torch  # noqa: E402
 
 from ha_agents.train.losses import LossConfig, aggregate, grpo_loss  # noqa: E402
+from ha_agents.train.local import _length_buckets  # noqa: E402
 
 
 def _records(rng: random.Random, groups: int, binary: bool = True) -> list[dict]:
@@ -151,20 +152,32 @@ def test_local_update_packed_equals_naive_and_reports_metrics(tiny_model):
 
     grads = []
     metrics = []
-    for pack in (True, False):
-        tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-3, pack=pack, micro_batch_tokens=240))
-        if pack:  # the group's shared prompt runs once (prefix sharing), in more than one micro-batch
-            mbs = tr._micro_batches(_samples(tr))
+    for pack, mbt in ((True, 240), (True, 16384), (False, 240)):
+        tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-3, pack=pack, micro_batch_tokens=mbt))
+        mbs = tr._micro_batches(_samples(tr))
+        if pack and mbt == 240:  # the group's shared prompt runs once (prefix sharing), in more than one micro-batch
             assert len(mbs) > 1 and all(tr._shared_prefix(m) >= 40 for m in mbs if len(m) > 1)
+        if pack and mbt > 240:  # one micro-batch, whose members run in more than one length bucket
+            assert len(mbs) == 1 and len(_length_buckets([len(s.token_ids) - 40 for s in mbs[0]])) > 1
         m = tr.update(_samples(tr))
         metrics.append(m)
         grads.append(torch.cat([p.detach().flatten() for p in tr.model.parameters()]))
-    assert torch.allclose(grads[0], grads[1], atol=1e-5)  # the packed path is the same update
+    # the packed paths are the same update as the naive one
+    assert torch.allclose(grads[0], grads[2], atol=1e-5) and torch.allclose(grads[1], grads[2], atol=1e-5)
     m = metrics[0]
     assert m["grad_norm"] > 0 and m["tokens"] == sum(s.n_trainable for s in _samples(tr)) - sum(
         s.loss_mask[0] for s in _samples(tr))
     assert m["logprob_mismatch_mean"] < 1e-5 and m["logprob_mismatch_max"] < 1e-4
     assert m["clip_frac"] == 0.0  # one optimizer step: ratio 1 everywhere
+
+
+def test_length_buckets_keep_padding_bounded():
+    lengths = [870, 70, 600, 870, 66, 700]
+    buckets = _length_buckets(lengths)
+    assert sorted(i for b in buckets for i in b) == list(range(6))  # every member once
+    assert buckets == [[0, 3, 5], [2], [1, 4]]  # longest first; each within 0.75 of its longest
+    for b in buckets:
+        assert min(lengths[i] for i in b) >= 0.75 * max(lengths[i] for i in b)
 
 
 def test_mini_batches_are_optimizer_steps_and_clip(tiny_model):
