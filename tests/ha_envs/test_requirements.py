@@ -182,3 +182,15 @@ def test_pypi_date_is_the_specs_or_the_one_asked_for(pylint_like, monkeypatch):
     assert pypi_cutoff(task(setup_commit=None), {})[0] is None  # nothing to date it by
     monkeypatch.setenv("HA_PYPI_CUTOFF", "2021-02-03")
     assert pypi_cutoff(t, {}) == ("2021-02-03", "HA_PYPI_CUTOFF")
+    # a repository with a default of its own (sphinx's docutils) gets it unless the user says otherwise
+    from ha_envs.sandbox import pyenv
+
+    assert pyenv.REPO_CUTOFF.get("sphinx-doc/sphinx") == "setup-commit"
+    monkeypatch.setitem(pyenv.REPO_CUTOFF, "pylint-dev/pylint", "setup-commit")
+    monkeypatch.delenv("HA_PYPI_CUTOFF")
+    assert pypi_cutoff(t, {}) == (day, f"the day of the environment-setup commit {setup[:12]}, "
+                                       "pylint-dev/pylint's default (REPO_CUTOFF)")
+    monkeypatch.setenv("HA_PYPI_CUTOFF", "off")
+    assert pypi_cutoff(t, {})[0] is None
+    monkeypatch.setenv("HA_PYPI_CUTOFF", "2021-02-03")
+    assert pypi_cutoff(t, {}) == ("2021-02-03", "HA_PYPI_CUTOFF")
