@@ -349,7 +349,9 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
     labels = env_img.labels or {}
     if OFFICIAL_LABEL in labels:
         return _official_snapshot(client, task, env, grader=grader)
-    snapshot = prepare_snapshot(task)
+    from .pyenv import python_env, with_built_files
+
+    snapshot = with_built_files(prepare_snapshot(task), python_env(task))
     workdir = task.environment.workdir
     tag = _task_tag(task, hashlib.sha256(f"{env_img.id}\n{snapshot.path.name}\n{workdir}".encode()).hexdigest()[:12])
     with _lock(tag):

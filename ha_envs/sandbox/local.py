@@ -88,6 +88,10 @@ class LocalSandbox:
             env = python_env(task)
             if env is not None:
                 self.config = dataclasses.replace(self.config, python_env=str(env))
+        if self.config.python_env is not None:
+            from .pyenv import with_built_files
+
+            self.snapshot = with_built_files(self.snapshot, self.config.python_env)
         from .nodeenv import node_env
 
         self.node_modules = node_env(task) if task is not None else None

@@ -141,20 +141,30 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     if specs.get("install_repo", True):
         # The repository's dependencies, with the extras the spec's install names (sphinx's `.[test]`
         # brings its test requirements), and the package itself (its code is shadowed, see below).
+        # Built from a copy: pip builds in the source tree (``build/``, generated files), and the
+        # snapshot is every work copy's origin.
         extras = re.search(r"(?:^|\s)['\"]?\.\[([^\]]+)\]", str(specs.get("install") or ""))
-        run(pip + [f"{snapshot.path}[{extras.group(1)}]" if extras else str(snapshot.path)], env=repo_env)
+        source = tmp / "ha-source"
+        subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path), str(source)], check=True, capture_output=True)
+        run(pip + [f"{source}[{extras.group(1)}]" if extras else str(source)], env=repo_env)
     # The repository's own distribution stays installed (entry points, metadata), but the work copy's
     # import roots go first on PYTHONPATH, so its code is what runs. The roots come from the files the
     # distribution installed (``ansible`` lives in ``lib/``, ``flask`` in ``src/``).
     roots: list[str] = []
+    built: list[str] = []
     for name in sorted(_dists(tmp)):
-        if (_norm(name) == _norm(task.repo.split("/")[-1]) or _installed_from(tmp, name, snapshot.path)
+        if (_norm(name) == _norm(task.repo.split("/")[-1]) or _installed_from(tmp, name, tmp / "ha-source")
                 or _legacy_from(tmp, name, snapshot.path)):
             for top in _top_levels(tmp, name):
                 root = _find_root(snapshot.path, top)
                 if root is not None:
                     roots += [root] if root not in roots else []
+                    built += _keep_built(tmp, top, root, snapshot.path)
                     _drop_installed(tmp, top)
+    if built:
+        (tmp / INPLACE_LIST).write_text(json.dumps(sorted(built)))
+        report["notes"].append(f"{len(built)} built files (compiled extensions and what their build generated) "
+                               "go into every work copy, as an in-place build puts them")
     # The work copy's roots also go in a .pth file, as an editable install would put them: tests that
     # set PYTHONPATH for a subprocess of their own (pylint's) must still import the work copy, never
     # an installed copy of the base (removed above).
@@ -166,6 +176,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
         # that conftests of that era use (monkeypatch.notset), so stay below it, and say so.
         run(pip + ["pytest<8"])
         report["notes"].append("pytest<8 added: the test command runs pytest and nothing in the spec installs it")
+    shutil.rmtree(tmp / "ha-source", ignore_errors=True)
     (tmp / "ha-build.json").write_text(json.dumps(report, indent=1))
     (tmp / "ha-import-roots.json").write_text(json.dumps(roots))
     (tmp / "ha-base-prefix").write_text(str(base))
@@ -262,6 +273,82 @@ def _legacy_from(env: Path, dist: str, snapshot: Path) -> bool:
     infos = [i for i in env.glob("lib/python*/site-packages/*.egg-info") if _norm(i.name.split("-")[0]) == _norm(dist)]
     tops = _top_levels(env, dist) if infos else []
     return bool(tops) and all(_find_root(snapshot, t) is not None for t in tops)
+
+
+INPLACE_DIR, INPLACE_LIST = "ha-inplace", "ha-inplace.json"
+"""Where an environment keeps the files the repository's build made (``<env>/ha-inplace/<path in
+the repository>``) and their list."""
+_EXTENSION = re.compile(r"\.(so|pyd)$|\.so\.")
+
+
+def _keep_built(env: Path, top: str, root: str, snapshot: Path) -> list[str]:
+    """For a repository that compiles extensions (astropy's C and Cython modules): keep the files its
+    installed copy of ``top`` has and the repository at its base commit does not (the extensions,
+    and what the build generated beside them: ``cython_version.py``, ``version.py``), at their
+    paths in the repository, before the installed copy is dropped. A work copy then holds them as
+    an in-place build (``pip install -e .``, the official images) would. Pure-Python packages keep
+    nothing: a generated file alone is not reason to change their work copies."""
+    kept: list[str] = []
+    for site in env.glob("lib/python*/site-packages"):
+        pkg = site / top
+        if not pkg.is_dir() or not any(_EXTENSION.search(f.name) for f in pkg.rglob("*") if f.is_file()):
+            continue
+        for f in sorted(pkg.rglob("*")):
+            rel = f.relative_to(site)
+            if f.is_symlink() or not f.is_file() or "__pycache__" in rel.parts or f.suffix == ".pyc":
+                continue
+            in_repo = Path(root) / rel if root else rel
+            if (snapshot / in_repo).exists():
+                continue
+            dest = env / INPLACE_DIR / in_repo
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
+            kept.append(str(in_repo))
+    return kept
+
+
+def built_files(env: Path | str | None) -> list[str]:
+    """Paths (in the repository) of the files ``env`` keeps from the repository's build; [] for most."""
+    listing = Path(env) / INPLACE_LIST if env else None
+    return json.loads(listing.read_text()) if listing is not None and listing.is_file() else []
+
+
+def with_built_files(snapshot: Any, env: Path | str | None) -> Any:
+    """``snapshot``, or, when ``env`` keeps built files, a snapshot with them in place (cached beside
+    it): the files are ignored by git there (``.git/info/exclude``), so they are never part of a
+    patch, and every work copy and grading copy starts with the same pristine build."""
+    files = built_files(env)
+    if not files:
+        return snapshot
+    from .workcopy import Snapshot
+
+    key = hashlib.sha256(json.dumps([str(env), files]).encode()).hexdigest()[:10]
+    dest = snapshot.path.with_name(f"{snapshot.path.name}+built-{key}")
+    if (dest / ".git" / "ha-built-ready").is_file():
+        return Snapshot(dest, snapshot.base_commit)
+    with open(dest.with_name(dest.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (dest / ".git" / "ha-built-ready").is_file():
+            tmp = dest.with_name(dest.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path), str(tmp)], check=True, capture_output=True)
+            for rel in files:
+                target = tmp / rel
+                if target.exists():
+                    raise SandboxError(f"a built file of {env} is tracked by the repository: {rel}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(Path(env) / INPLACE_DIR / rel, target)
+            with open(tmp / ".git" / "info" / "exclude", "a") as ex:
+                ex.write("".join(f"/{_glob_escape(rel)}\n" for rel in files))
+            (tmp / ".git" / "ha-built.json").write_text(json.dumps(files))
+            (tmp / ".git" / "ha-built-ready").write_text(str(env))
+            shutil.rmtree(dest, ignore_errors=True)
+            tmp.rename(dest)
+    return Snapshot(dest, snapshot.base_commit)
+
+
+def _glob_escape(path: str) -> str:
+    return re.sub(r"([*?\[\\!#])", r"\\\1", path)
 
 
 def _drop_installed(env: Path, top: str) -> None:

@@ -89,9 +89,13 @@ def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
     return Snapshot(dest, marker.read_text().strip())
 
 
+SNAPSHOT_FORMAT = 2
+"""Bump when what a snapshot holds changes (2: no build outputs of an environment's install)."""
+
+
 def _snapshot_key(task: Task) -> str:
     h = hashlib.sha256()
-    h.update(f"{task.repo}\0{task.base_commit}\0".encode())
+    h.update(f"{SNAPSHOT_FORMAT}\0{task.repo}\0{task.base_commit}\0".encode())
     steps = pre_install_steps(task)
     if steps:
         h.update(json.dumps(steps).encode())
@@ -272,6 +276,10 @@ def reset_in_place(snapshot: Snapshot, dest: Path) -> None:
     subprocess.run(["cp", "-a", "--reflink=auto", str(snapshot.path / ".git"), str(git_entry)], check=True)
     git(["reset", "-q", "--hard", snapshot.base_commit], dest)
     git(["clean", "-q", "-ffdx"], dest)
+    built = snapshot.path / ".git" / "ha-built.json"  # an in-place build's files (pyenv.with_built_files)
+    for rel in json.loads(built.read_text()) if built.is_file() else []:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(snapshot.path / rel, dest / rel)
 
 
 def _safe(name: str) -> str:

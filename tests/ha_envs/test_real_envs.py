@@ -261,3 +261,88 @@ def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
     gold = remote.grade(js_task, js_task.gold_patch)
     assert gold.resolved, gold.log_tail
     assert not remote.grade(js_task, "").resolved
+
+
+SPEED_C = r"""#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+static PyObject *answer(PyObject *self, PyObject *args) { return PyLong_FromLong(42); }
+static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_speed", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&mod); }
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled_task(real_task, tmp_path_factory):
+    """A repository with a C extension (as astropy's): its environment keeps the build's files and
+    every work copy and grading copy holds them in place."""
+    root = tmp_path_factory.mktemp("cext")
+    init = "from ._speed import answer\n\n\ndef scale(x):\n    return answer() * x + 1\n"
+    base, diff = upstream(root, {
+        "setup.py": "from setuptools import Extension, setup\nsetup(name='cext', version='1.0', packages=['cext'], "
+                    "ext_modules=[Extension('cext._speed', ['cext/_speed.c'])])\n",
+        "cext/__init__.py": init, "cext/_speed.c": SPEED_C,
+        "tests/test_answer.py": "from cext import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
+    }, "acme/cext")
+    gold = diff(lambda w: (w / "cext" / "__init__.py").write_text(init.replace(" + 1", "")))
+    hidden = diff(lambda w: (w / "tests" / "test_scale.py").write_text(
+        "from cext import scale\n\n\ndef test_scale():\n    assert scale(2) == 84\n"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
+        yield Task(instance_id="acme__cext-1", benchmark="swebench_verified", language="python",
+                   problem_statement="scale(2) returns 85", repo="acme/cext", base_commit=base, gold_patch=gold,
+                   tests=TestSpec(hidden, ("tests/test_scale.py::test_scale",), ("tests/test_answer.py::test_answer",),
+                                  "pytest -rA tests", "swebench:psf/requests", timeout_s=300),
+                   environment=EnvironmentSpec(extra={"specs": {"python": "3.9", "packages": "pytest",
+                                                                "install": "python -m pip install -e ."}}),
+                   metadata={"version": "1.0"})
+
+
+def test_compiled_extensions_are_in_every_work_copy_and_never_in_a_patch(compiled_task):
+    import json
+    import re
+
+    from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
+    from ha_envs.sandbox.pyenv import built_files
+
+    env = python_env(compiled_task)
+    built = built_files(env)
+    assert len(built) == 1 and re.fullmatch(r"cext/_speed\.cpython-39-[^/]+\.so", built[0]), built
+    assert any("built files" in n for n in json.loads((env / "ha-build.json").read_text())["notes"])
+    # the install built from a copy: the snapshot every work copy starts from holds no build outputs
+    from ha_envs.sandbox.workcopy import prepare_snapshot
+
+    snap = prepare_snapshot(compiled_task).path
+    assert not (snap / "build").exists() and not list(snap.glob("cext/*.so")) and not list(snap.glob("*.egg-info"))
+    probe = "python -c 'import cext; print(cext.answer(), cext._speed.__file__)'"
+    sb = LocalSandbox(compiled_task, LocalSandboxConfig(reset_strategy="git"))
+    try:
+        sb.start()
+        out = sb.run(probe).output.split()
+        assert out[0] == "42" and out[1].endswith("/" + built[0]) and "site-packages" not in out[1], out
+        assert sb.diff() == ""  # the build's files are the environment's, not the agent's change
+        # The agent damages the extension: still no patch, so the grader's copy keeps the pristine build.
+        assert sb.run(f"echo junk > {built[0]}").exit_code == 0
+        assert sb.run(probe).exit_code != 0
+        assert sb.diff() == ""
+        sb.reset()  # the git strategy cleans ignored files, then puts the build back
+        assert sb.run(probe).output.split()[0] == "42"
+    finally:
+        sb.close()
+    g = Grader()
+    assert g.grade(compiled_task, compiled_task.gold_patch).resolved
+    assert not g.grade(compiled_task, "").resolved
+
+
+def test_compiled_extensions_in_the_docker_sandbox(compiled_task):
+    require_docker()
+    sb = make_sandbox("docker", compiled_task, warm=0)
+    try:
+        sb.start()
+        assert sb.run("python -c 'import cext; print(cext.answer())'").output.strip() == "42"
+        assert sb.diff() == ""
+    finally:
+        sb.close()
+    g = Grader(docker_sandbox_factory())
+    assert g.grade(compiled_task, compiled_task.gold_patch).resolved
+    assert not g.grade(compiled_task, "").resolved
