@@ -121,8 +121,16 @@ def _snapshot_from_dir(src: Path, dest: Path) -> str:
 def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
     """Clone the upstream repo (or a local mirror), check out the base commit and drop the future."""
     assert task.base_commit
-    source = find_mirror(task.repo, repos_dir) or f"https://github.com/{task.repo}.git"
-    git(["clone", "-q", "--no-checkout", str(source), str(dest)], dest.parent)
+    mirror = find_mirror(task.repo, repos_dir)
+    source = mirror or f"https://github.com/{task.repo}.git"
+    cloned = git(["clone", "-q", "--no-checkout", str(source), str(dest)], dest.parent, check=False)
+    if cloned.returncode != 0:
+        err = cloned.stderr.decode(errors="replace").strip()[-400:]
+        where = os.environ.get("HA_REPOS_DIR") if repos_dir is None else str(repos_dir)
+        if mirror is None:  # the machine's doing, not the task's: validation names it so
+            raise TaskError(f"{task.repo} cannot be had here: no mirror under {where or '$HA_REPOS_DIR (unset)'} "
+                            f"(<owner>+<name>/repo or <owner>/<name>.git) and cloning {source} failed: {err}")
+        raise TaskError(f"cloning the mirror {mirror} failed: {err}")
     git(["checkout", "-q", "-B", "main", task.base_commit], dest)
     for ref in git(["for-each-ref", "--format=%(refname)"], dest).stdout.decode().split():
         if ref != "refs/heads/main":

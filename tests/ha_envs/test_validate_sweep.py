@@ -61,6 +61,21 @@ def test_what_the_machine_lacks_is_classified(tiny_task):
     assert not res.ok and res.cause == "machine" and "Python 2.5 is needed" in res.problems[0]
 
 
+def test_a_repository_that_cannot_be_had_is_the_machines(tmp_path, monkeypatch):
+    """No mirror and no way to GitHub (here: every GitHub URL rewritten to a closed local port)."""
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "cache"))
+    for k, v in {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.http://127.0.0.1:9/.insteadOf",
+                 "GIT_CONFIG_VALUE_0": "https://github.com/"}.items():
+        monkeypatch.setenv(k, v)
+    task = Task(instance_id="nobody__nowhere-1", benchmark="swebench_verified", language="python", problem_statement="",
+                repo="nobody/nowhere", base_commit="1" * 40, gold_patch="x",
+                tests=TestSpec("", ("t",), (), "true", "pytest"))
+    res = validate_task(task, Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "machine"
+    assert "nobody/nowhere cannot be had here: no mirror under " + str(tmp_path / "mirrors") in res.problems[0]
+
+
 def _fake(iid: str, repo: str) -> Task:
     return Task(instance_id=iid, benchmark="test", language="python", problem_statement="", repo=repo,
                 base_commit="0" * 40, tests=TestSpec("", ("t",), (), "true", "pytest"))
