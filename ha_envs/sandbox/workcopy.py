@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -131,7 +132,11 @@ def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
             raise TaskError(f"{task.repo} cannot be had here: no mirror under {where or '$HA_REPOS_DIR (unset)'} "
                             f"(<owner>+<name>/repo or <owner>/<name>.git) and cloning {source} failed: {err}")
         raise TaskError(f"cloning the mirror {mirror} failed: {err}")
-    git(["checkout", "-q", "-B", "main", task.base_commit], dest)
+    out = git(["checkout", "-q", "-B", "main", task.base_commit], dest).stderr.decode(errors="replace")
+    missing = re.findall(r"unable to read sha1 file of (.+?) \(", out)
+    if missing:  # a mirror without some large blobs (a size-capped copy): the base tree is not all there
+        raise TaskError(f"{task.repo} cannot be had here: the mirror {source} lacks {len(missing)} file(s) of the base "
+                        f"commit ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
     for ref in git(["for-each-ref", "--format=%(refname)"], dest).stdout.decode().split():
         if ref != "refs/heads/main":
             git(["update-ref", "-d", ref], dest)

@@ -76,6 +76,39 @@ def test_a_repository_that_cannot_be_had_is_the_machines(tmp_path, monkeypatch):
     assert "nobody/nowhere cannot be had here: no mirror under " + str(tmp_path / "mirrors") in res.problems[0]
 
 
+def test_a_mirror_missing_files_of_the_base_is_the_machines(tmp_path, monkeypatch):
+    """A size-capped mirror (large blobs left out): the base tree cannot be checked out whole."""
+    import subprocess
+
+    work = tmp_path / "work"
+    work.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    (work / "big.bin").write_bytes(b"large file\n" * 1000)
+    (work / "a.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], cwd=work, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run(["git", "rev-parse", "HEAD:big.bin"], cwd=work, capture_output=True, text=True).stdout.strip()
+    mirror = tmp_path / "mirrors" / "acme+capped" / "repo"
+    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(work), str(mirror)], check=True)
+    packed = tmp_path / "objects.pack"  # loose objects, so one can be left out
+    next((mirror / "objects" / "pack").glob("*.pack")).rename(packed)
+    for pack in (mirror / "objects" / "pack").glob("pack-*"):
+        pack.unlink()
+    with open(packed, "rb") as f:
+        subprocess.run(["git", "unpack-objects", "-q"], cwd=mirror, check=True, stdin=f)
+    (mirror / "objects" / blob[:2] / blob[2:]).unlink()
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "cache"))
+    task = Task(instance_id="acme__capped-1", benchmark="swebench_verified", language="python", problem_statement="",
+                repo="acme/capped", base_commit=base, gold_patch="x", tests=TestSpec("", ("t",), (), "true", "pytest"))
+    res = validate_task(task, Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "machine"
+    assert "acme/capped cannot be had here: the mirror" in res.problems[0] and "lacks 1 file(s) of the base commit (big.bin)" \
+        in res.problems[0], res.problems
+
+
 def _fake(iid: str, repo: str) -> Task:
     return Task(instance_id=iid, benchmark="test", language="python", problem_statement="", repo=repo,
                 base_commit="0" * 40, tests=TestSpec("", ("t",), (), "true", "pytest"))
