@@ -15,7 +15,7 @@ it samples. What it does not show: learning to repair unseen bugs; the tasks are
 demonstrated, and the gain is GRPO choosing, among behaviours the warm policy already has, the one
 the reward favours (and copying it more faithfully).
 
-    python benchmarks/bench_learning.py [--updates 8] [--group-size 8] [--lr 1e-3] [--out benchmarks/learning.png]
+    python benchmarks/bench_learning.py [--updates 8] [--group-size 8] [--lr 5e-4] [--out benchmarks/learning.png]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--updates", type=int, default=8)
     ap.add_argument("--group-size", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--mini-batches", type=int, default=1)
     ap.add_argument("--sft-epochs", type=int, default=250)
     ap.add_argument("--eval-samples", type=int, default=16)
