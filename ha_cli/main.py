@@ -40,7 +40,7 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
         tasks = stratified_sample(tasks, args.sample, args.seed)
     done = read_results(Path(args.results)) if args.results else {}
     todo = [t for t in tasks if t.instance_id not in done]
-    if done:
+    if len(todo) < len(tasks):
         print(f"{len(tasks) - len(todo)} of {len(tasks)} already in {args.results}; validating the other {len(todo)}",
               file=sys.stderr)
     sink = None
@@ -48,9 +48,12 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
         Path(args.results).parent.mkdir(parents=True, exist_ok=True)
         sink = open(args.results, "a")
 
+    finished = [len(tasks) - len(todo)]  # of this selection (the file may hold other instances too)
+
     def record(r) -> None:
         verdict = "ok  " if r.ok else f"FAIL ({r.cause})"
-        print(f"[{len(done) + 1}/{len(tasks)}] {verdict} {r.instance_id} {r.seconds:.0f}s", file=sys.stderr, flush=True)
+        finished[0] += 1
+        print(f"[{finished[0]}/{len(tasks)}] {verdict} {r.instance_id} {r.seconds:.0f}s", file=sys.stderr, flush=True)
         done[r.instance_id] = r
         if sink is not None:
             sink.write(json.dumps(r.to_dict()) + "\n")

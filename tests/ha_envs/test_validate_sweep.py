@@ -157,6 +157,11 @@ def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path
     assert "2 of 2 already in" in again.stderr and "validating the other 0" in again.stderr
     assert len(results.read_text().splitlines()) == 2
     assert {r["instance_id"]: r["cause"] for r in json.loads(again.stdout)} == {"tiny__clamp": "", "tiny__net": "network"}
+    # A narrower selection over a file that holds other instances: progress counts this selection only.
+    results.write_text("".join(l + "\n" for l in results.read_text().splitlines() if '"tiny__net"' in l))
+    one = subprocess.run(cmd + ["--instances", "tiny__clamp"], capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    assert "0 of 1 already in" not in one.stderr and "[1/1] ok   tiny__clamp" in one.stderr, one.stderr
 
 
 def test_network_lines_are_found_anywhere_in_the_log():
