@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 15
+ENV_FORMAT = 16
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -163,8 +163,8 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
                     _drop_installed(tmp, top)
     if built:
         (tmp / INPLACE_LIST).write_text(json.dumps(sorted(built)))
-        report["notes"].append(f"{len(built)} built files (compiled extensions and what their build generated) "
-                               "go into every work copy, as an in-place build puts them")
+        report["notes"].append(f"{len(built)} built files (what the repository's build generated: version files, "
+                               "compiled extensions) go into every work copy, as an in-place build leaves them")
     # The work copy's roots also go in a .pth file, as an editable install would put them: tests that
     # set PYTHONPATH for a subprocess of their own (pylint's) must still import the work copy, never
     # an installed copy of the base (removed above).
@@ -278,20 +278,20 @@ def _legacy_from(env: Path, dist: str, snapshot: Path) -> bool:
 INPLACE_DIR, INPLACE_LIST = "ha-inplace", "ha-inplace.json"
 """Where an environment keeps the files the repository's build made (``<env>/ha-inplace/<path in
 the repository>``) and their list."""
-_EXTENSION = re.compile(r"\.(so|pyd)$|\.so\.")
 
 
 def _keep_built(env: Path, top: str, root: str, snapshot: Path) -> list[str]:
-    """For a repository that compiles extensions (astropy's C and Cython modules): keep the files its
-    installed copy of ``top`` has and the repository at its base commit does not (the extensions,
-    and what the build generated beside them: ``cython_version.py``, ``version.py``), at their
-    paths in the repository, before the installed copy is dropped. A work copy then holds them as
-    an in-place build (``pip install -e .``, the official images) would. Pure-Python packages keep
-    nothing: a generated file alone is not reason to change their work copies."""
+    """Keep the files the installed copy of ``top`` has and the repository at its base commit does
+    not, at their paths in the repository, before the installed copy is dropped: what the build
+    made. For most repositories that is a version file setuptools_scm writes (pytest's
+    ``src/_pytest/_version.py``, without which ``import pytest`` fails); for compiled projects also
+    the extension modules (astropy's C and Cython modules) and what their build generated. A work
+    copy then holds them as an in-place build (``pip install -e .``, the official images) leaves
+    them."""
     kept: list[str] = []
     for site in env.glob("lib/python*/site-packages"):
         pkg = site / top
-        if not pkg.is_dir() or not any(_EXTENSION.search(f.name) for f in pkg.rglob("*") if f.is_file()):
+        if not pkg.is_dir():
             continue
         for f in sorted(pkg.rglob("*")):
             rel = f.relative_to(site)

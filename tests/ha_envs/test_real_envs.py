@@ -277,10 +277,16 @@ def compiled_task(real_task, tmp_path_factory):
     """A repository with a C extension (as astropy's): its environment keeps the build's files and
     every work copy and grading copy holds them in place."""
     root = tmp_path_factory.mktemp("cext")
-    init = "from ._speed import answer\n\n\ndef scale(x):\n    return answer() * x + 1\n"
+    init = "from ._speed import answer\nfrom ._version import version\n\n\ndef scale(x):\n    return answer() * x + 1\n"
+    # the build also writes a version file the repository does not track (as setuptools_scm does)
+    setup = ("import os\nfrom setuptools import Extension, setup\nfrom setuptools.command.build_py import build_py\n\n\n"
+             "class Version(build_py):\n    def run(self):\n        super().run()\n"
+             "        with open(os.path.join(self.build_lib, 'cext', '_version.py'), 'w') as f:\n"
+             "            f.write('version = \"1.0\"\\n')\n\n\n"
+             "setup(name='cext', version='1.0', packages=['cext'], cmdclass={'build_py': Version}, "
+             "ext_modules=[Extension('cext._speed', ['cext/_speed.c'])])\n")
     base, diff = upstream(root, {
-        "setup.py": "from setuptools import Extension, setup\nsetup(name='cext', version='1.0', packages=['cext'], "
-                    "ext_modules=[Extension('cext._speed', ['cext/_speed.c'])])\n",
+        "setup.py": setup,
         "cext/__init__.py": init, "cext/_speed.c": SPEED_C,
         "tests/test_answer.py": "from cext import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
     }, "acme/cext")
@@ -307,7 +313,8 @@ def test_compiled_extensions_are_in_every_work_copy_and_never_in_a_patch(compile
 
     env = python_env(compiled_task)
     built = built_files(env)
-    assert len(built) == 1 and re.fullmatch(r"cext/_speed\.cpython-39-[^/]+\.so", built[0]), built
+    assert len(built) == 2 and built[1] == "cext/_version.py", built
+    assert re.fullmatch(r"cext/_speed\.cpython-39-[^/]+\.so", built[0]), built
     assert any("built files" in n for n in json.loads((env / "ha-build.json").read_text())["notes"])
     # the install built from a copy: the snapshot every work copy starts from holds no build outputs
     from ha_envs.sandbox.workcopy import prepare_snapshot
