@@ -194,6 +194,16 @@ def strip_binary_hunks(patch: str) -> tuple[str, list[str]]:
 
 
 _FROM_PYTHON = re.compile(r"^FROM\s+\S*python:(\d+\.\d+)", re.M)
+def _apt_python(dockerfile: str) -> str | None:
+    """X.Y of a ``python3.X`` package an ``apt-get install`` of the Dockerfile installs."""
+    for line in re.sub(r"\\\n", " ", dockerfile).splitlines():
+        if re.search(r"\bapt(?:-get)?\s+install\b", line):
+            found = re.search(r"(?<![\w/.-])python(3\.\d+)(?![\w.])", line)
+            if found:
+                return found.group(1)
+    return None
+
+
 _PIP = re.compile(r"^\s*(?:python3?\s+-m\s+)?pip3?\s+install\s+(.*?)(?:\s*\|\|\s*true)?\s*$", re.M)
 _CUTOFF = re.compile(r"pypi-timemachine\s+(\d{4}-\d{2}-\d{2})")
 _NOT_DEPS = {"pip", "wheel", "setuptools", "pypi-timemachine"}
@@ -203,14 +213,16 @@ def python_specs(scripts: ProScripts | None, instance_id: str) -> dict | None:
     """A Python environment recipe (the ``specs`` ``pyenv.python_env`` builds) read from Scale's two
     Dockerfiles: the Python of ``FROM python:X.Y``, the plain packages of the build script's ``pip
     install`` lines, its ``-r`` requirement files (installed when the snapshot has them), and whether
-    it installs the repository itself. None when the base image is not a ``python:`` image (those
-    instances need Scale's image)."""
+    it installs the repository itself. An ``ubuntu:`` base that installs ``python3.X`` from apt gets
+    that Python (ansible's ``ansible-test units --python 3.9`` looks for ``python3.9``). None when
+    neither names a Python (those instances need Scale's image)."""
     if scripts is None:
         return None
     base = scripts.dockerfile(instance_id) or ""
     inst = scripts.dockerfile(instance_id, "instance_dockerfile") or ""
     m = _FROM_PYTHON.search(base)
-    if not m:
+    python = m.group(1) if m else _apt_python(base)
+    if not python:
         return None
     packages: list[str] = []
     req_files: list[str] = []
@@ -237,6 +249,6 @@ def python_specs(scripts: ProScripts | None, instance_id: str) -> dict | None:
                 packages.append(w)
             i += 1
     cutoff = _CUTOFF.search(inst)
-    return {"python": m.group(1), "pip_packages": list(dict.fromkeys(packages)),
+    return {"python": python, "pip_packages": list(dict.fromkeys(packages)),
             "requirements_files": list(dict.fromkeys(req_files)), "install_repo": install_repo,
             "pypi_cutoff": cutoff.group(1) if cutoff else None, "source": "SWE-bench_Pro-os Dockerfiles"}

@@ -120,8 +120,15 @@ def test_python_specs_from_the_dockerfiles(tmp_path):
     assert specs["python"] == "3.11" and specs["install_repo"] is True and specs["pypi_cutoff"] == "2023-09-19"
     assert specs["pip_packages"] == ["pytest", "pytest-xdist", "mock", "pyyaml"]
     assert specs["requirements_files"] == ["requirements.txt", "test/requirements.txt"]
-    (tmp_path / "dockerfiles" / "base_dockerfile" / IID / "Dockerfile").write_text("FROM ubuntu:22.04\n")
-    assert python_specs(ProScripts(tmp_path), IID) is None  # not a python: image -> needs Scale's image
+    base = tmp_path / "dockerfiles" / "base_dockerfile" / IID / "Dockerfile"
+    base.write_text("FROM ubuntu:22.04\n")
+    assert python_specs(ProScripts(tmp_path), IID) is None  # no Python named anywhere -> needs Scale's image
+    # an ubuntu base with the Python from apt (some ansible instances: ansible-test wants python3.9)
+    base.write_text("FROM ubuntu:20.04\nRUN apt-get update && apt-get install -y \\\n    git \\\n    python3.9 \\\n"
+                    "    python3.9-dev \\\n    python3-pip \\\n    && ln -sf /usr/bin/python3.9 /usr/bin/python3\n")
+    assert python_specs(ProScripts(tmp_path), IID)["python"] == "3.9"
+    base.write_text("FROM ubuntu:20.04\nRUN apt-get install -y python3-pip\nRUN ln -sf /usr/bin/python3.9 /usr/bin/python3\n")
+    assert python_specs(ProScripts(tmp_path), IID) is None  # python3-pip alone names no version
 
 
 def test_output_parsing_and_binary_hunks():
