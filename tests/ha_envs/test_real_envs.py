@@ -334,11 +334,19 @@ def test_compiled_extensions_are_in_every_work_copy_and_never_in_a_patch(compile
         assert sb.diff() == ""
         sb.reset()  # the git strategy cleans ignored files, then puts the build back
         assert sb.run(probe).output.split()[0] == "42"
+        # Abuse: the agent un-ignores the built extension and ships its own in the patch (a binary
+        # that could answer whatever the hidden test wants). The grader's copy already holds the
+        # pristine build, so such a patch cannot apply: no reward.
+        assert sb.run(f"sed -i '/_speed/d' .git/info/exclude && cp /bin/true {built[0]}").exit_code == 0
+        smuggled = sb.diff()
+        assert f"b/{built[0]}" in smuggled
     finally:
         sb.close()
     g = Grader()
     assert g.grade(compiled_task, compiled_task.gold_patch).resolved
     assert not g.grade(compiled_task, "").resolved
+    attack = g.grade(compiled_task, compiled_task.gold_patch + smuggled)
+    assert not attack.resolved and attack.reward == 0
 
 
 def test_compiled_extensions_in_the_docker_sandbox(compiled_task):
