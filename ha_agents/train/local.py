@@ -341,9 +341,8 @@ class LocalTrainer:
                       position_ids=pos).last_hidden_state
             h = torch.cat([last.expand(b, 1, -1), hs[:, :-1]], dim=1)
             parts.append((rows, torch.nn.functional.pad(h, (0, 0, 0, S - Sb))))
-        order = [i for rows, _ in parts for i in rows]
-        stacked = torch.cat([h for _, h in parts], dim=0)
-        return stacked[torch.tensor([order.index(i) for i in range(B)], device=d)]
+        order = torch.tensor([i for rows, _ in parts for i in rows], device=d)
+        return torch.cat([h for _, h in parts], dim=0)[torch.argsort(order)]  # back to the members' order
 
 
 _BUCKET_FILL = 0.75
