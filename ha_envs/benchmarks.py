@@ -189,7 +189,7 @@ def swebench_task(row: dict[str, Any], bench: str, provenance: str, drop: dict[s
 
         command = f"{test_cmd} {' '.join(get_test_directives(row))}".strip()
     language = "python" if bench == "verified" else _language(repo)
-    tests = TestSpec(test_patch=row["test_patch"], fail_to_pass=as_list(row["FAIL_TO_PASS"], "FAIL_TO_PASS"),
+    tests = TestSpec(build_command=build_command(specs, language),test_patch=row["test_patch"], fail_to_pass=as_list(row["FAIL_TO_PASS"], "FAIL_TO_PASS"),
                      pass_to_pass=as_list(row["PASS_TO_PASS"], "PASS_TO_PASS"), test_command=command,
                      log_parser=f"swebench:{repo}", timeout_s=1800.0)
     env = EnvironmentSpec(python_version=specs.get("python"),
@@ -285,6 +285,19 @@ def r2e_task(row: dict[str, Any], bench: str, provenance: str, drop: dict[str, A
                 base_commit=f"{commit}^" if commit else None, gold_patch="".join(gold),
                 metadata={"dataset": provenance, "expected_output": expected, "modified_files": modified,
                           "fix_commit": commit, "source": row.get("dataset_name", "")})
+
+
+def build_command(specs: dict[str, Any], language: str) -> str:
+    """swebench's ``build`` steps (run before the tests in its eval script), joined with ``&&``. A
+    JavaScript step that only repeats a package-manager install is left out: the dependencies are
+    installed once, with network, outside the sandbox (``nodeenv``), and grading runs offline."""
+    from .sandbox.nodeenv import install_commands_of
+
+    steps = _as_cmds(specs.get("build"))
+    if language in ("javascript", "typescript"):
+        installs = set(install_commands_of(specs))
+        steps = [s for s in steps if s not in installs]
+    return " && ".join(steps)
 
 
 def _language(repo: str) -> str:

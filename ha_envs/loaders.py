@@ -98,6 +98,7 @@ def task_from_row(row: dict[str, Any], base_dir: Path | None = None, benchmark: 
         log_parser=row["log_parser"],
         protected_paths=tuple(row.get("protected_paths", DEFAULT_PROTECTED.get(language, ()))),
         timeout_s=float(row.get("test_timeout_s", 600.0)),
+        build_command=str(row.get("build_command") or ""),
     )
     env = EnvironmentSpec(
         image=row.get("image"),
@@ -106,7 +107,8 @@ def task_from_row(row: dict[str, Any], base_dir: Path | None = None, benchmark: 
     )
     known = {"instance_id", "problem_statement", "test_patch", "test_command", "log_parser", "patch",
              "FAIL_TO_PASS", "PASS_TO_PASS", "source_dir", "language", "repo", "base_commit",
-             "difficulty", "protected_paths", "test_timeout_s", "image", "setup_commands", "python_version"}
+             "difficulty", "protected_paths", "test_timeout_s", "image", "setup_commands", "python_version",
+             "build_command"}
     return Task(
         instance_id=row["instance_id"],
         benchmark=benchmark,

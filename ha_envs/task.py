@@ -47,7 +47,13 @@ class TestSpec:
     """Extra glob patterns (besides the files the test patch touches) whose edits by the agent
     are dropped before grading, so tampering with test infrastructure cannot flip the verdict."""
     timeout_s: float = 600.0
-    """Wall-clock cap for the hidden test run."""
+    """Wall-clock cap for the hidden test run (and, separately, for the build)."""
+    build_command: str = ""
+    """Shell command that builds the code under test before the tests run (swebench's ``build``
+    steps: ``make``, ``cmake --build``, a package's compile step), from the repository root of the
+    grading copy, after the patch and the hidden tests are in. Its output is never parsed for test
+    results (the agent's patch controls what a build prints); a build that fails is graded
+    ``build_failed``."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,8 @@ class Task:
         """Stable content hash of the record (source tree excluded), for caches and run records."""
         payload = dataclasses.asdict(self)
         payload["source_dir"] = None
+        if not payload["tests"]["build_command"]:  # fields added later keep older fingerprints
+            del payload["tests"]["build_command"]
         blob = json.dumps(payload, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 

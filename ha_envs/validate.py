@@ -6,7 +6,8 @@ and every PASS_TO_PASS test must pass there, otherwise the lists are wrong.
 A failure gets a cause, so a sweep over a benchmark says what to fix where:
 
 - ``environment``: the environment could not be built, or lacks what the spec asks for (a
-  requirement pip cannot have, a pre-install step that needs system packages or failed);
+  requirement pip cannot have, a pre-install step that needs system packages or failed), or what
+  the gold patch needs (a module only the patch imports: a dependency it adds);
 - ``network``: the failing tests' log shows them reaching for the network (this machine, or a
   grading sandbox without network, cannot give it);
 - ``machine``: this machine lacks something no task can fix (an interpreter, a toolchain, the
@@ -96,15 +97,30 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
     if not task.tests.fail_to_pass:
         res.problems.append("no FAIL_TO_PASS tests")
     res.ok = not res.problems
-    _explain(res, task, [_evidence(gold), _evidence(empty)])
+    lacking = [] if res.ok else new_imports_missing(task.gold_patch, _evidence(gold))
+    if lacking:
+        res.problems.append(f"the gold patch imports {', '.join(lacking)}, which the environment lacks: the patch "
+                            "brings a new dependency, and an environment built for the base commit does not have it")
+    _explain(res, task, [_evidence(gold), _evidence(empty)], lacking)
     return res
+
+
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)")
+_ADDED_IMPORT = re.compile(r"^\+\s*(?:import|from)\s+([\w.]+)", re.M)
+
+
+def new_imports_missing(patch: str, log: str) -> list[str]:
+    """Modules the log says are missing and that only the patch's added lines import: the patch
+    needs a dependency the base commit's environment never had."""
+    added = {m.split(".")[0] for m in _ADDED_IMPORT.findall(patch)}
+    return sorted({m for m in _MISSING_MODULE.findall(log) if m.split(".")[0] in added})
 
 
 def _evidence(report: GradeReport) -> str:
     return "\n".join([report.error, report.log_tail, *report.network_errors])
 
 
-def _explain(res: ValidationResult, task: Task, evidence: list[str]) -> None:
+def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: list[str] = ()) -> None:
     """Attach the environment's record, and a cause to a failure (see the module docstring)."""
     res.environment = environment_of(task)
     if res.ok:
@@ -116,7 +132,7 @@ def _explain(res: ValidationResult, task: Task, evidence: list[str]) -> None:
     elif network:
         res.cause = "network"
         res.problems.append(f"the failing tests reach for the network (their log: {network.group(0)!r})")
-    elif res.environment.get("problems"):
+    elif res.environment.get("problems") or lacking:
         res.cause = "environment"
     else:
         res.cause = "grader"

@@ -42,10 +42,11 @@ from .protect import test_dir_of
 from .runners import Evidence, changed_tests, guards_for
 from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/4"
+GRADER_VERSION = "ha-grader/5"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
+# 5: a task's build steps (swebench's `build`) run before its tests, their output unread; build_failed
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -60,8 +61,9 @@ class GradeReport:
     instance_id: str
     status: str
     """``resolved``, ``unresolved``, ``patch_failed``, ``patch_too_large``, ``diff_failed`` (the work
-    copy could not be diffed), ``tests_timed_out`` or ``tests_tampered`` (the runner's own record
-    contradicts the log)."""
+    copy could not be diffed), ``build_failed`` (the task's build steps failed with the patch in, so
+    no test ran), ``tests_timed_out`` or ``tests_tampered`` (the runner's own record contradicts the
+    log)."""
     resolved: bool
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
@@ -290,11 +292,26 @@ class Grader:
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
+            if task.tests.build_command.strip() and not self._build(task, sandbox, report):
+                return None
             return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed])
         finally:
             sandbox.close()
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
+
+    def _build(self, task: Task, sandbox: Sandbox, report: GradeReport) -> bool:
+        """The task's build steps in the grading copy; False (and ``build_failed``) when they fail.
+        Their output goes to the report, never to the log parser: the patch decides what a
+        build prints."""
+        res = sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s,
+                          head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
+        if res.exit_code == 0 and not res.timed_out:
+            return True
+        why = "timed out" if res.timed_out else f"exited {res.exit_code}"
+        report.status, report.error = "build_failed", f"the build {why}: {res.output.strip()[-1500:]}"
+        report.log_tail = res.output[-4000:]
+        return False
 
     def _restore(self, sandbox: Sandbox, task: Task, changed: list[str], gd: str) -> list[str]:
         """Protected paths back to the base (``protect.py``); returns the targets."""
@@ -325,12 +342,7 @@ class Grader:
         return targets
 
     def _run_tests(self, task: Task, sandbox: Sandbox, gd: str, changed: list[str]) -> Evidence:
-        command = task.tests.test_command
-        if sandbox.workdir != task.environment.workdir:
-            # Not isolated (the copy is a host path): commands written for the task's workdir
-            # (Pro's run scripts `cd /app`) are pointed at the copy.
-            command = re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])",
-                             sandbox.workdir, command)
+        command = _workdir_command(task, sandbox, task.tests.test_command)
         reports: dict[str, str] = {}
         files: dict[str, bytes] = {}
         for guard in guards_for(task):
@@ -355,6 +367,14 @@ class Grader:
             except ValueError:
                 evidence.reports[name] = None
         return evidence
+
+
+def _workdir_command(task: Task, sandbox: Sandbox, command: str) -> str:
+    """``command`` with the task's workdir pointed at the sandbox's copy when the sandbox is not
+    isolated (the copy is a host path: Pro's run scripts ``cd /app``)."""
+    if sandbox.workdir == task.environment.workdir:
+        return command
+    return re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])", sandbox.workdir, command)
 
 
 GRADE_DIR = ".git/ha-grade"

@@ -35,7 +35,11 @@ def install_commands(task: Any) -> list[str]:
     """The package-manager install commands of the task's specs ([] when it needs none)."""
     if task is None or task.language not in ("javascript", "typescript"):
         return []
-    specs = (task.environment.extra or {}).get("specs") or {}
+    return install_commands_of((task.environment.extra or {}).get("specs") or {})
+
+
+def install_commands_of(specs: dict[str, Any]) -> list[str]:
+    """The package-manager commands among a spec's ``install`` steps."""
     cmds = specs.get("install") or []
     cmds = [cmds] if isinstance(cmds, str) else list(cmds)
     return [c for c in cmds if c.split() and c.split()[0] in _MANAGERS]

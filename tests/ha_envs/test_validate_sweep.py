@@ -42,6 +42,30 @@ def test_a_plain_disagreement_is_the_graders(tiny_task):
     assert good.ok and good.cause == "" and good.problems == []
 
 
+def test_a_gold_patch_that_needs_a_new_dependency_is_the_environments(tiny_task, tmp_path):
+    """pylint-4661's fix imports ``appdirs`` (and adds it to setup.cfg); an environment built for the
+    base commit has no such module. Named, not left to the grader cause."""
+    from tests.conftest import CALC, _git_diff
+
+    work = tmp_path / "needy"
+    subprocess.run(["cp", "-a", str(tiny_task.source_dir), str(work)], check=True)
+    fixed = CALC.replace("return lo\n    return x", "return hi\n    return x")
+    needy = _git_diff(work, lambda d: (d / "calc.py").write_text("import ha_no_such_dependency\n\n" + fixed))
+    res = validate_task(Task(**{**tiny_task.__dict__, "gold_patch": needy}), Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "environment"
+    assert any("imports ha_no_such_dependency, which the environment lacks" in p for p in res.problems)
+
+
+def test_new_imports_missing_reads_only_what_the_patch_adds():
+    from ha_envs.validate import new_imports_missing
+
+    patch = "+++ b/a.py\n+import appdirs\n+from foo.bar import x\n-import gone\n import kept\n"
+    log = ("E   ModuleNotFoundError: No module named 'appdirs'\nImportError: No module named foo.bar\n"
+           "ModuleNotFoundError: No module named 'kept'\nModuleNotFoundError: No module named 'gone'\n")
+    assert new_imports_missing(patch, log) == ["appdirs", "foo.bar"]
+    assert new_imports_missing(patch, "all fine") == []
+
+
 def _with_specs(task: Task, **specs) -> Task:
     from ha_envs.task import EnvironmentSpec
 
