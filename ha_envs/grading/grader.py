@@ -46,7 +46,8 @@ GRADER_VERSION = "ha-grader/5"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
-# 5: a task's build steps (swebench's `build`) run before its tests, their output unread; build_failed
+# 5: a task's build steps (swebench's `build`) run before its tests, their output unread; build_failed;
+#    new files the base ignores (build outputs) dropped from the patch
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -73,7 +74,8 @@ class GradeReport:
     """Paths the patch changed that the grader took from the base again (tests, runner files)."""
     flags: list[str] = field(default_factory=list)
     """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
-    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``
+    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``,
+    ``ignored_files_in_patch`` (files the base's ignore rules ignore, dropped: build outputs),
     (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL); the env adds
     ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
     suspicion: list[str] = field(default_factory=list)
@@ -266,6 +268,7 @@ class Grader:
             sandbox.start()
             gd = f"{sandbox.workdir}/{GRADE_DIR}"
             changed: list[str] = []
+            kept = self._drop_ignored(sandbox, kept, report)
             files = {"agent.patch": _patch_bytes(kept)} if kept.strip() else {}
             if task.tests.test_patch.strip():
                 files["test.patch"] = _patch_bytes(task.tests.test_patch)
@@ -299,6 +302,30 @@ class Grader:
             sandbox.close()
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
+
+    def _drop_ignored(self, sandbox: Sandbox, kept: str, report: GradeReport) -> str:
+        """Sections of the patch that create files the base's own ignore rules ignore (``build/``,
+        ``*.o``) and the pristine copy lacks: build outputs, never part of a source fix. A shipped
+        object file and binary newer than the sources would make the build step keep them and run
+        the patch's test binary. Read in the copy before the patch, so its ``.gitignore`` edits do
+        not count; a file the copy has (a built extension) is left to ``git apply`` to refuse."""
+        sections = split_patch(kept)
+        paths = [p for sec in sections for p in section_paths(sec)]
+        if not paths:
+            return kept
+        script = ("i=0; for p in " + " ".join(ansi_c_quote(p) for p in paths) + '; do if [ ! -e "$p" ] && [ ! -L "$p" ] '
+                  '&& git check-ignore -q -- "$p" 2>/dev/null; then echo "HA_IGNORED $i"; fi; i=$((i+1)); done; echo HA_CHECKED')
+        res = sandbox.run(script, timeout=300)
+        if "HA_CHECKED" not in res.output:
+            raise GradingError(f"cannot check the patch's paths against the ignore rules: {res.output[-500:]}")
+        ignored = {paths[int(i)] for i in re.findall(r"^HA_IGNORED (\d+)$", res.output, re.M)}
+        if not ignored:
+            return kept
+        out = [sec for sec in sections if not set(section_paths(sec)) & ignored]
+        report.dropped_paths += sorted(ignored - set(report.dropped_paths))
+        report.flag("ignored_files_in_patch", "the patch creates files the repository ignores (build outputs, "
+                    "dropped): " + ", ".join(sorted(ignored)[:10]))
+        return "".join(out)
 
     def _build(self, task: Task, sandbox: Sandbox, report: GradeReport) -> bool:
         """The task's build steps in the grading copy; False (and ``build_failed``) when they fail.

@@ -303,8 +303,11 @@ NODE_MODULES_IN_IMAGE = "/opt/ha-node/node_modules"
 
 def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
     """``base`` + this machine's Node.js and npm (/usr/local) + the task's node_modules."""
-    from .nodeenv import node_runtime
+    from .nodeenv import nested_node_modules, node_runtime
 
+    if nested_node_modules(node_modules):
+        raise SandboxError("a workspace's node environment (packages with node_modules of their own, linked by "
+                           "absolute paths) runs in the local sandbox only; the Docker image holds one node_modules")
     runtime = node_runtime()
     if runtime is None:
         raise SandboxError("Node.js and npm are needed on this machine to build a JavaScript environment image")

@@ -27,7 +27,7 @@ from typing import Any
 from .base import SandboxError
 from .workcopy import cache_root, make_work_copy, prepare_snapshot
 
-NODE_ENV_FORMAT = 1
+NODE_ENV_FORMAT = 2
 _MANAGERS = ("npm", "yarn", "pnpm", "npx")
 
 
@@ -70,8 +70,14 @@ def _build(task: Any, cmds: list[str], env: Path) -> None:
     tmp.mkdir(parents=True)
     work = tmp / "repo"
     make_work_copy(prepare_snapshot(task), work)
+    # COREPACK_HOME inside the env: the pnpm / yarn release corepack fetches for the repository's
+    # ``packageManager`` stays with the env, for the offline sandbox's test commands.
     run_env = dict(os.environ, CI="1", npm_config_audit="false", npm_config_fund="false",
-                   npm_config_update_notifier="false", ADBLOCK="1", DISABLE_OPENCOLLECTIVE="1")
+                   npm_config_update_notifier="false", ADBLOCK="1", DISABLE_OPENCOLLECTIVE="1",
+                   COREPACK_HOME=str(tmp / COREPACK_DIR), COREPACK_ENABLE_DOWNLOAD_PROMPT="0",
+                   # browsers for end-to-end tests come from hosts this machine cannot reach
+                   PUPPETEER_SKIP_DOWNLOAD="1", PUPPETEER_SKIP_CHROMIUM_DOWNLOAD="1",
+                   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1")
     log = []
     for cmd in cmds:
         proc = subprocess.run(["bash", "-c", cmd], cwd=work, env=run_env, capture_output=True, text=True, timeout=3600)
@@ -82,7 +88,13 @@ def _build(task: Any, cmds: list[str], env: Path) -> None:
                                f"{proc.stderr.strip()[-800:]}")
     if not (work / "node_modules").is_dir():
         raise SandboxError(f"`{' && '.join(cmds)}` made no node_modules for {task.instance_id}")
-    (work / "node_modules").rename(tmp / "node_modules")
+    found = _node_modules_dirs(work)
+    _retarget_links(work, found, {rel: _kept_at(env, rel) for rel in found}, task.environment.workdir)
+    for rel in found:
+        dst = _kept_at(tmp, rel)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (work / rel / "node_modules").rename(dst)
+    (tmp / NESTED_LIST).write_text(json.dumps([r for r in found if r]))
     shutil.rmtree(work)
     (tmp / "ha-build.log").write_text("\n".join(log))
     shutil.rmtree(env, ignore_errors=True)
@@ -90,21 +102,87 @@ def _build(task: Any, cmds: list[str], env: Path) -> None:
     (env / ".ha-ready").write_text(task.instance_id)
 
 
+NESTED_LIST = "ha-nested.json"
+"""The env's record of the workspace packages (relative directories) that got a node_modules of
+their own (pnpm and yarn workspaces: ``packages/*/node_modules``)."""
+COREPACK_DIR = "corepack"
+
+
+def _kept_at(env: Path, rel: str) -> Path:
+    """Where the env keeps the node_modules of the repository directory ``rel`` ('' is the root)."""
+    return env / "node_modules" if not rel else env / "nested" / rel / "node_modules"
+
+
+def _node_modules_dirs(work: Path) -> list[str]:
+    """Directories (relative, '' for the root) holding a real node_modules, outside other ones."""
+    out: list[str] = []
+    for dirpath, dirnames, _ in os.walk(work):
+        if "node_modules" in dirnames and not os.path.islink(os.path.join(dirpath, "node_modules")):
+            out.append(os.path.relpath(dirpath, work) if dirpath != str(work) else "")
+        dirnames[:] = [d for d in dirnames if d not in ("node_modules", ".git")]
+    return sorted(out, key=lambda r: (r != "", r))
+
+
+def _retarget_links(work: Path, found: list[str], kept: dict[str, Path], workdir: str) -> None:
+    """Symlinks inside the node_modules trees that point out of their own tree (workspace packages,
+    a package's node_modules into the root's ``.pnpm``) are relative to where they were made; once
+    the trees move into the env they would dangle. They become absolute: into the env where the
+    target is another kept tree, else into the sandbox's work copy (``workdir``)."""
+    roots = {rel: (work / rel / "node_modules").resolve() for rel in found}
+    for rel, root in roots.items():
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in dirnames + filenames:
+                link = Path(dirpath) / name
+                if not link.is_symlink():
+                    continue
+                target = os.readlink(link)
+                if os.path.isabs(target):
+                    continue
+                dest = Path(os.path.normpath(link.parent / target))
+                if dest == root or root in dest.parents:
+                    continue  # stays inside its own tree: moves with it
+                new = None
+                for other, oroot in roots.items():
+                    if dest == oroot or oroot in dest.parents:
+                        new = kept[other] / dest.relative_to(oroot)
+                        break
+                if new is None:
+                    try:
+                        new = Path(workdir) / dest.relative_to(work.resolve())
+                    except ValueError:
+                        continue  # outside the repository: left as it is
+                link.unlink()
+                link.symlink_to(new)
+
+
+def nested_node_modules(node_modules: Path) -> list[str]:
+    """The workspace directories the env holds a node_modules for (``NESTED_LIST``)."""
+    listing = Path(node_modules).parent / NESTED_LIST
+    return json.loads(listing.read_text()) if listing.is_file() else []
+
+
 def link_node_modules(work_copy: Path, node_modules: Path | str) -> None:
-    """``work_copy/node_modules`` -> the shared install, ignored by git (idempotent)."""
-    link = work_copy / "node_modules"
-    if link.is_symlink() and os.readlink(link) == str(node_modules):
-        return
-    if link.is_symlink() or link.is_file():
-        link.unlink()
-    elif link.is_dir():
-        shutil.rmtree(link)
-    link.symlink_to(node_modules)
+    """``work_copy/node_modules`` (and each workspace package's) -> the shared install, ignored by
+    git (idempotent)."""
+    node_modules = Path(node_modules)
+    pairs = [("", node_modules)] + [(rel, _kept_at(node_modules.parent, rel)) for rel in nested_node_modules(node_modules)]
     exclude = work_copy / ".git" / "info" / "exclude"
+    text = exclude.read_text() if exclude.is_file() else ""
+    for rel, target in pairs:
+        link = work_copy / rel / "node_modules"
+        if not link.parent.is_dir():
+            continue  # the agent removed the package
+        if not (link.is_symlink() and os.readlink(link) == str(target)):
+            if link.is_symlink() or link.is_file():
+                link.unlink()
+            elif link.is_dir():
+                shutil.rmtree(link)
+            link.symlink_to(target)
+        entry = f"/{rel}/node_modules\n" if rel else "/node_modules\n"
+        if entry not in text:
+            text += ("" if text.endswith("\n") or not text else "\n") + entry
     if exclude.parent.is_dir():
-        text = exclude.read_text() if exclude.is_file() else ""
-        if "/node_modules\n" not in text:
-            exclude.write_text(text + ("" if text.endswith("\n") or not text else "\n") + "/node_modules\n")
+        exclude.write_text(text)
 
 
 def node_runtime() -> tuple[Path, Path] | None:

@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 16
+ENV_FORMAT = 17
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 

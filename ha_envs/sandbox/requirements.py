@@ -25,7 +25,8 @@ from .workcopy import find_mirror, prepare_snapshot
 EXCLUDED = ("-e .", "#", ".[test")
 """Lines swebench leaves out of a requirements file (the repository itself is installed after)."""
 CONDA_TO_PIP = {"matplotlib-base": "matplotlib", "pytables": "tables", "iris": "scitools-iris",
-                "python-graphviz": "graphviz", "pyqt": "PyQt5", "msgpack-python": "msgpack"}
+                "python-graphviz": "graphviz", "pyqt": "PyQt5", "msgpack-python": "msgpack",
+                "dask-core": "dask"}
 """Conda package names whose PyPI name differs."""
 CONDA_ONLY = {"python", "pip", "hdf5", "libnetcdf", "gdal", "geos", "proj", "cdms2", "pynio", "esmpy",
               "compilers", "c-compiler", "cxx-compiler", "make", "cmake", "nodejs"}

@@ -132,6 +132,31 @@ def test_what_the_build_prints_is_never_read_as_test_results(c_task, tmp_path):
     assert not report.resolved and "runtest" in report.restored_paths
 
 
+def test_build_outputs_shipped_in_the_patch_are_dropped(c_task, tmp_path):
+    """``./runtest`` runs every binary in ``build/``; a patch that ships one more (git-ignored, so
+    forced into the diff) printing the hidden tests' pass lines would win the parser's last word.
+    The base ignores ``build/``: such files are build outputs, dropped before the patch applies."""
+    work = tmp_path / "forge"
+    subprocess.run(["cp", "-a", str(c_task.source_dir), str(work)], check=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], cwd=work, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=work, check=True)
+    subprocess.run(git + ["commit", "-qm", "b"], cwd=work, check=True)
+    (work / "build").mkdir()
+    (work / "build" / "zz-extra").write_text("#!/bin/sh\necho '[ok]: clamp high (0 ms)'\n")
+    (work / "build" / "zz-extra").chmod(0o755)
+    (work / ".gitignore").write_text("")  # the patch's own rules do not count: the base's do
+    subprocess.run(git + ["add", "-f", "-A"], cwd=work, check=True)
+    forged = subprocess.run(git + ["diff", "--cached"], cwd=work, check=True, capture_output=True, text=True).stdout
+    assert "build/zz-extra" in forged and "new file mode 100755" in forged
+    report = Grader().grade(c_task, forged)
+    assert not report.resolved and report.reward == 0.0 and report.fail_to_pass == {"clamp high": "FAILED"}
+    assert "ignored_files_in_patch" in report.flags and "build/zz-extra" in report.dropped_paths
+    # with the real fix, the same shipped file is still dropped and the fix alone decides
+    both = Grader().grade(c_task, c_task.gold_patch + forged)
+    assert both.resolved and "build/zz-extra" in both.dropped_paths
+
+
 def test_validation_and_the_cli_carry_the_build_step(c_task, tmp_path):
     res = validate_task(c_task)
     assert res.ok and res.gold_status == "resolved" and res.empty_status == "unresolved"

@@ -263,6 +263,68 @@ def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
     assert not remote.grade(js_task, "").resolved
 
 
+@pytest.fixture(scope="module")
+def workspace_task(tmp_path_factory):
+    """An npm workspace: the root's node_modules links ``a`` and ``b`` to ``../packages/*`` (links
+    that leave node_modules), and ``packages/a`` gets a node_modules of its own (it wants another
+    ``ms`` than the root): what pnpm and yarn monorepos (vuejs/core) look like."""
+    if not _npm_reachable():
+        if os.environ.get("CI"):
+            pytest.fail("npm or its registry is not reachable but CI is set: JavaScript environments cannot be built")
+        pytest.skip("npm or its registry is not reachable")
+    root = tmp_path_factory.mktemp("jsws")
+    b_index = "function double(x) {\n  return x + x + 1;\n}\n\nmodule.exports = { double };\n"
+    base, diff = upstream(root, {
+        "package.json": '{"name": "ws", "private": true, "workspaces": ["packages/*"], "dependencies": {"ms": "2.1.3"}}\n',
+        ".gitignore": "node_modules/\n",
+        "packages/a/package.json": '{"name": "a", "version": "1.0.0", "dependencies": {"b": "1.0.0", "ms": "2.0.0"}}\n',
+        "packages/a/index.js": "const { double } = require('b');\nconst ms = require('ms');\n\n"
+                               "module.exports = { quad: (x) => double(double(x)), msVersion: require('ms/package.json').version };\n",
+        "packages/b/package.json": '{"name": "b", "version": "1.0.0"}\n',
+        "packages/b/index.js": b_index,
+        "packages/a/test/visible.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+                                           "test('a sees its own ms', () => { assert.strictEqual(require('..').msVersion, '2.0.0'); });\n",
+    }, "acme/ws")
+    gold = diff(lambda w: (w / "packages" / "b" / "index.js").write_text(b_index.replace(" + 1;", ";")))
+    hidden = diff(lambda w: (w / "packages" / "a" / "test" / "quad.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { quad } = require('..');\n\n"
+        "test('quad of 3', () => { assert.strictEqual(quad(3), 12); });\n"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
+        yield Task(instance_id="acme__ws-1", benchmark="swebench_multilingual", language="javascript",
+                   problem_statement="quad(3) is 15", repo="acme/ws", base_commit=base, gold_patch=gold,
+                   tests=TestSpec(hidden, ("quad of 3",), ("a sees its own ms",), "node --test packages/a/test/",
+                                  "node_tap", timeout_s=300),
+                   environment=EnvironmentSpec(extra={"specs": {"install": ["npm install"],
+                                                                "test_cmd": ["node --test packages/a/test/"]}}))
+
+
+def test_a_workspace_env_keeps_every_node_modules_and_its_links(workspace_task):
+    from ha_envs.sandbox.nodeenv import nested_node_modules, node_env
+
+    nm = node_env(workspace_task)
+    assert nested_node_modules(nm) == ["packages/a"]
+    # the root's workspace links now name the sandbox's work copy, not a path next to the env
+    assert os.readlink(nm / "b") == f"{workspace_task.environment.workdir}/packages/b"
+    assert (nm.parent / "nested" / "packages" / "a" / "node_modules" / "ms" / "package.json").is_file()
+    sb = make_sandbox("local", workspace_task)
+    try:
+        sb.start()
+        got = sb.run("node -e \"const a = require('./packages/a'); console.log(a.quad(1), a.msVersion, "
+                     "require('ms/package.json').version)\"")
+        # a's code, the base's b through the root's link (its bug: quad(1) is 7), a's own ms, the root's ms
+        assert got.output.strip() == "7 2.0.0 2.1.3", got.output
+        assert sb.run("git status --porcelain").output.strip() == ""  # both links ignored
+        assert "node_modules" not in sb.diff()
+    finally:
+        sb.close()
+    g = Grader()
+    gold = g.grade(workspace_task, workspace_task.gold_patch)
+    assert gold.resolved, gold.log_tail
+    empty = g.grade(workspace_task, "")
+    assert not empty.resolved and empty.fail_to_pass == {"quad of 3": "FAILED"}
+
+
 SPEED_C = r"""#define PY_SSIZE_T_CLEAN
 #include <Python.h>
 static PyObject *answer(PyObject *self, PyObject *args) { return PyLong_FromLong(42); }

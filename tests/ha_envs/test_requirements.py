@@ -92,7 +92,7 @@ def test_no_requirements_file_is_a_named_error(pylint_like):
 @pytest.mark.parametrize("conda,pip", [
     ("numpy", ("numpy", "")), ("numpy=1.23", ("numpy", "==1.23.*")), ("conda-forge::pandas=1.5.3=py39_0", ("pandas", "==1.5.3.*")),
     ("cftime >=1.5", ("cftime", ">=1.5")), ("matplotlib-base", ("matplotlib", "")), ("scipy==1.11.1", ("scipy", "==1.11.1")),
-    ("dask 2022.8.*", ("dask", "==2022.8.*")), ("h5py<3.9", ("h5py", "<3.9")),
+    ("dask 2022.8.*", ("dask", "==2022.8.*")), ("h5py<3.9", ("h5py", "<3.9")), ("dask-core", ("dask", "")),
 ])
 def test_conda_specs_become_pip_requirements(conda, pip):
     assert conda_to_pip(conda) == pip
