@@ -7,7 +7,7 @@ A failure gets a cause, so a sweep over a benchmark says what to fix where:
 
 - ``environment``: the environment could not be built, or lacks what the spec asks for (a
   requirement pip cannot have, a pre-install step that needs system packages or failed), or what
-  the gold patch needs (a module only the patch imports: a dependency it adds);
+  the gold patch needs (a module or package only the patch brings: a dependency it adds);
 - ``network``: the failing tests' log shows them reaching for the network (this machine, or a
   grading sandbox without network, cannot give it);
 - ``machine``: this machine lacks something no task can fix (an interpreter, a toolchain, the
@@ -99,21 +99,31 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
     res.ok = not res.problems
     lacking = [] if res.ok else new_imports_missing(task.gold_patch, _evidence(gold))
     if lacking:
-        res.problems.append(f"the gold patch imports {', '.join(lacking)}, which the environment lacks: the patch "
+        res.problems.append(f"the gold patch needs {', '.join(lacking)}, which the environment lacks: the patch "
                             "brings a new dependency, and an environment built for the base commit does not have it")
     _explain(res, task, [_evidence(gold), _evidence(empty)], lacking)
     return res
 
 
-_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)")
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)|"
+                             r"Cannot find (?:package|module) '([^']+)'")
 _ADDED_IMPORT = re.compile(r"^\+\s*(?:import|from)\s+([\w.]+)", re.M)
 
 
 def new_imports_missing(patch: str, log: str) -> list[str]:
-    """Modules the log says are missing and that only the patch's added lines import: the patch
-    needs a dependency the base commit's environment never had."""
+    """Modules (Python) or packages (Node) the log says are missing and that only the patch's added
+    lines bring: the patch needs a dependency the base commit's environment never had (a Python
+    import; a Node package the patch adds to ``package.json``, which swebench's ``npm install`` build
+    step fetches after the patch, with network)."""
     added = {m.split(".")[0] for m in _ADDED_IMPORT.findall(patch)}
-    return sorted({m for m in _MISSING_MODULE.findall(log) if m.split(".")[0] in added})
+    out = set()
+    for py, node in _MISSING_MODULE.findall(log):
+        if py and py.split(".")[0] in added:
+            out.add(py)
+        elif node and not node.startswith((".", "/")) and \
+                re.search(rf"^\+.*[\"']{re.escape(node)}[\"']", patch, re.M):
+            out.add(node)
+    return sorted(out)
 
 
 def _evidence(report: GradeReport) -> str:

@@ -8,8 +8,13 @@ by repository, base commit and commands). Sandboxes then see it through a ``node
 in the work copy (read-only under bubblewrap; copied into the Docker environment image together
 with this machine's Node.js and npm). The work copy stays the agent's: git ignores the link.
 
-Other languages of Multilingual (Go, Rust, Java, PHP, Ruby, C) fetch their dependencies from
-registries this machine cannot reach, so they need the official images.
+Workspaces (pnpm, npm, yarn monorepos) get a ``node_modules`` in packages too: every one is kept,
+and links that leave their own tree (to a workspace package, to the root's ``.pnpm``) are made
+absolute, into the env or the sandbox's work copy (``_retarget_links``).
+
+C and C++ instances need no install here (their ``build`` steps run at grading: ``TestSpec.
+build_command``). Go, Rust, Java, PHP and Ruby fetch their dependencies from registries this machine
+cannot reach, so they need the official images.
 """
 
 from __future__ import annotations

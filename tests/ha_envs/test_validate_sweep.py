@@ -53,7 +53,7 @@ def test_a_gold_patch_that_needs_a_new_dependency_is_the_environments(tiny_task,
     needy = _git_diff(work, lambda d: (d / "calc.py").write_text("import ha_no_such_dependency\n\n" + fixed))
     res = validate_task(Task(**{**tiny_task.__dict__, "gold_patch": needy}), Grader(local_sandbox_factory(network=False)))
     assert not res.ok and res.cause == "environment"
-    assert any("imports ha_no_such_dependency, which the environment lacks" in p for p in res.problems)
+    assert any("needs ha_no_such_dependency, which the environment lacks" in p for p in res.problems)
 
 
 def test_new_imports_missing_reads_only_what_the_patch_adds():
@@ -64,6 +64,11 @@ def test_new_imports_missing_reads_only_what_the_patch_adds():
            "ModuleNotFoundError: No module named 'kept'\nModuleNotFoundError: No module named 'gone'\n")
     assert new_imports_missing(patch, log) == ["appdirs", "foo.bar"]
     assert new_imports_missing(patch, "all fine") == []
+    # axios-5316: the fix adds formdata-node to package.json; the hidden tests import it
+    pkg = '+++ b/package.json\n     "express": "^4.18.1",\n+    "formdata-node": "^5.0.0",\n'
+    node_log = ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'formdata-node' imported from /testbed/test/http.js\n"
+                "Error: Cannot find module 'express'\nError: Cannot find module './lib/missing'\n")
+    assert new_imports_missing(pkg, node_log) == ["formdata-node"]
 
 
 def _with_specs(task: Task, **specs) -> Task:
