@@ -141,6 +141,7 @@ def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
         if ref != "refs/heads/main":
             git(["update-ref", "-d", ref], dest)
     git(["remote", "remove", "origin"], dest, check=False)
+    _submodules_from_mirrors(dest, repos_dir)
     _write_excludes(dest)
     steps = pre_install_steps(task)
     if steps:
@@ -150,6 +151,32 @@ def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
             git(["-c", "user.name=harnessadapt", "-c", "user.email=harnessadapt@localhost", "commit", "-q",
                  "--no-gpg-sign", "--no-verify", "-m", "environment setup (the benchmark's pre-install steps)"], dest)
     return _finish(dest)
+
+
+_GITHUB_URL = re.compile(r"^(?:https?://|git://|ssh://git@|git@)github\.com[:/]([^/]+)/([^/]+?)(?:\.git)?/?$")
+
+
+def _submodules_from_mirrors(dest: Path, repos_dir: Path | None) -> None:
+    """Check out the submodules (``.gitmodules``) whose GitHub repository has a local mirror, at the
+    commits the base records, as the official images have them: a build step's ``git submodule
+    update --init`` (jq's oniguruma) then has nothing to fetch. One without a mirror is left for
+    the build to fetch (with network, where there is any)."""
+    if not (dest / ".gitmodules").is_file():
+        return
+    out = git(["config", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.url$"], dest, check=False)
+    for line in out.stdout.decode(errors="replace").splitlines():
+        key, _, url = line.partition(" ")
+        name = key[len("submodule."):-len(".url")]
+        m = _GITHUB_URL.match(url.strip())
+        mirror = find_mirror(f"{m.group(1)}/{m.group(2)}", repos_dir) if m else None
+        if mirror is None:
+            continue
+        path = git(["config", "-f", ".gitmodules", f"submodule.{name}.path"], dest, check=False).stdout.decode().strip()
+        got = git(["-c", "protocol.file.allow=always", "-c", f"url.{mirror}.insteadOf={url.strip()}",
+                   "submodule", "update", "--init", "--", path or name], dest, check=False)
+        if got.returncode != 0:
+            log.warning("%s: submodule %s not checked out from %s: %s", dest, name, mirror,
+                        got.stderr.decode(errors="replace").strip()[-300:])
 
 
 def _finish(dest: Path) -> str:

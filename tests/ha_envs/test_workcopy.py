@@ -81,3 +81,48 @@ def test_a_mirror_missing_old_objects_still_gives_the_base_tree(tmp_path, monkey
     assert git(snap.path, "rev-list", "--count", "HEAD") == "1"
     assert git(snap.path, "status", "--porcelain") == ""
     assert snap.base_commit == git(snap.path, "rev-parse", "HEAD")
+
+
+def test_submodules_come_from_mirrors_and_a_build_needs_no_network(tmp_path, monkeypatch):
+    """jq's build starts with `git submodule update --init` (oniguruma, on GitHub). With a mirror of
+    the submodule, the snapshot has it checked out at the recorded commit, and the build step, run
+    offline by the grader, has nothing to fetch."""
+    from ha_envs.grading.grader import Grader, local_sandbox_factory
+    from tests.conftest import require_bwrap
+
+    require_bwrap()
+    lib = tmp_path / "mirrors" / "acme+lib" / "repo"
+    lib.mkdir(parents=True)
+    git(lib, "init", "-q", "-b", "main")
+    (lib / "VERSION").write_text("1\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "one")
+    (lib / "VERSION").write_text("2\n")
+    git(lib, "commit", "-qam", "two")  # the superproject records this commit
+    up = tmp_path / "mirrors" / "acme+app" / "repo"
+    up.mkdir(parents=True)
+    git(up, "init", "-q", "-b", "main")
+    (up / "run.sh").write_text("#!/bin/sh\n[ \"$(cat modules/lib/VERSION)\" = 2 ] && echo '[ok]: lib at 2' "
+                               "|| echo '[err]: lib at 2'\n")
+    git(up, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "modules/lib")
+    git(up, "config", "-f", ".gitmodules", "submodule.modules/lib.url", "https://github.com/acme/lib.git")
+    git(up, "add", "-A")
+    git(up, "commit", "-qm", "base")
+    base = git(up, "rev-parse", "HEAD")
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    task = Task(instance_id="acme__app-1", benchmark="t", language="c", problem_statement="p",
+                tests=TestSpec("", ("lib at 2",), (), "sh run.sh", "swebench:redis/redis",
+                               build_command="git submodule update --init", timeout_s=120),
+                repo="acme/app", base_commit=base, gold_patch="")
+    snap = prepare_snapshot(task)
+    assert (snap.path / "modules" / "lib" / "VERSION").read_text() == "2\n"
+    assert git(snap.path, "status", "--porcelain") == ""
+    report = Grader(local_sandbox_factory(network=False)).grade(task, "")
+    assert report.status == "resolved", report.error or report.log_tail
+    # without the mirror the same build has to fetch, and offline it cannot: named, not a crash
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "elsewhere"))
+    (tmp_path / "elsewhere" / "acme+app").mkdir(parents=True)
+    subprocess.run(["cp", "-a", str(up), str(tmp_path / "elsewhere" / "acme+app" / "repo")], check=True)
+    bare = Task(**{**task.__dict__, "instance_id": "acme__app-2"})
+    report = Grader(local_sandbox_factory(network=False)).grade(bare, "")
+    assert report.status == "build_failed" and "github.com" in report.error
