@@ -107,9 +107,14 @@ def test_bytecode_and_metadata_in_a_patch_are_removed(task):
     patch = (_patch("a/ttlcache/__pycache__/clock.cpython-311.pyc", "b/ttlcache/__pycache__/clock.cpython-311.pyc")
              + _patch("a/ttlcache/clock.pyc", "b/ttlcache/clock.pyc")
              + _patch("a/x.egg-info/entry_points.txt", "b/x.egg-info/entry_points.txt"))
+    patch += _patch("a/x.dist-info/entry_points.txt", "b/x.dist-info/entry_points.txt")
     report = Grader().grade(task, patch)
-    assert {"ttlcache/__pycache__", "ttlcache/clock.pyc", "x.egg-info"} <= set(report.restored_paths) | {
-        p.rsplit("/", 1)[0] for p in report.restored_paths}
+    # what the copy's ignore rules ignore never applies (build outputs and caches)...
+    assert {"ttlcache/__pycache__/clock.cpython-311.pyc", "ttlcache/clock.pyc",
+            "x.egg-info/entry_points.txt"} <= set(report.dropped_paths)
+    assert "ignored_files_in_patch" in report.flags
+    # ...and package metadata it does not ignore is taken out again after the patch applies
+    assert "x.dist-info/entry_points.txt" in report.restored_paths
     assert not report.resolved
 
 
