@@ -100,7 +100,9 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
     lacking = [] if res.ok else new_imports_missing(task.gold_patch, _evidence(gold))
     if lacking:
         res.problems.append(f"the gold patch needs {', '.join(lacking)}, which the environment lacks: the patch "
-                            "brings a new dependency, and an environment built for the base commit does not have it")
+                            "brings a new dependency; swebench's eval script re-runs the install after the patch, "
+                            "with network, and gets it, while ours is built once for the base commit and the "
+                            "patch's dependency files are taken from the base")
     _explain(res, task, [_evidence(gold), _evidence(empty)], lacking)
     return res
 
