@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 17
+ENV_FORMAT = 18
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -96,10 +96,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
         # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
         # installed without it (swebench pinned them when it built its images, later than that date).
         plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
-        # Build backends (setuptools, wheel) as of today, as pip's build isolation gets them: an old
-        # setuptools writes versions today's tools reject (sphinx's ``3.5.0.dev-20261201``).
-        pip = plain + ["--exclude-newer", f"{cutoff}T23:59:59Z", "--exclude-newer-package", "setuptools=2100-01-01T00:00:00Z",
-                       "--exclude-newer-package", "wheel=2100-01-01T00:00:00Z"]
+        pip = plain + cutoff_args(cutoff, specs)
         if specs.get("pypi_cutoff"):
             plain = pip
         report["notes"].append(f"PyPI as of {cutoff} ({why})")
@@ -192,6 +189,24 @@ REPO_CUTOFF = {"sphinx-doc/sphinx": "setup-commit"}
 sphinx 3.x-4.x: today's docutils (0.22) dropped the ``roman`` module its tests import, and the
 spec pins no docutils; as of the setup commit's day both measured instances validate and neither
 does without (benchmarks/VALIDATION.md)."""
+
+
+TODAY_UNDER_CUTOFF = ("setuptools", "wheel")
+"""Read as of today under any cutoff: build backends, as pip's build isolation gets them (an old
+setuptools writes versions today's tools reject: sphinx's ``3.5.0.dev-20261201``)."""
+RUNNER_UNDER_CUTOFF = ("pytest", "pluggy", "iniconfig", "exceptiongroup", "tomli", "pytest-cov", "coverage")
+"""Also as of today under a cutoff of our own (``REPO_CUTOFF``, ``HA_PYPI_CUTOFF``), not a spec's: the
+test runner swebench's images got. Its test ids come from that pytest (duplicate parametrize ids
+are ``1234_0`` since pytest 7, ``12340`` before: sphinx-8265's FAIL_TO_PASS)."""
+
+
+def cutoff_args(cutoff: str, specs: dict[str, Any]) -> list[str]:
+    """uv's arguments for PyPI as of ``cutoff``, with the packages read as of today."""
+    today = TODAY_UNDER_CUTOFF + (() if specs.get("pypi_cutoff") else RUNNER_UNDER_CUTOFF)
+    out = ["--exclude-newer", f"{cutoff}T23:59:59Z"]
+    for name in today:
+        out += ["--exclude-newer-package", f"{name}=2100-01-01T00:00:00Z"]
+    return out
 
 
 def pypi_cutoff(task: Any, specs: dict[str, Any]) -> tuple[str | None, str]:

@@ -194,3 +194,18 @@ def test_pypi_date_is_the_specs_or_the_one_asked_for(pylint_like, monkeypatch):
     assert pypi_cutoff(t, {})[0] is None
     monkeypatch.setenv("HA_PYPI_CUTOFF", "2021-02-03")
     assert pypi_cutoff(t, {}) == ("2021-02-03", "HA_PYPI_CUTOFF")
+
+
+def test_our_own_cutoff_leaves_the_test_runner_at_today():
+    """A date of our own (sphinx's REPO_CUTOFF) must not give a 2020 pytest: the dataset's test ids
+    come from the pytest swebench's images had (sphinx-8265: ``test_unparse[1234-1234_0]``). A spec's
+    own date (SWE-bench Pro's pypi-timemachine) covers everything but the build backends."""
+    from ha_envs.sandbox.pyenv import cutoff_args
+
+    ours = cutoff_args("2020-10-24", {"python": "3.9"})
+    assert ours[:2] == ["--exclude-newer", "2020-10-24T23:59:59Z"]
+    today = {ours[i + 1].split("=")[0] for i, a in enumerate(ours) if a == "--exclude-newer-package"}
+    assert {"pytest", "pluggy", "setuptools", "wheel"} <= today
+    spec = cutoff_args("2023-09-19", {"python": "3.11", "pypi_cutoff": "2023-09-19"})
+    today = {spec[i + 1].split("=")[0] for i, a in enumerate(spec) if a == "--exclude-newer-package"}
+    assert today == {"setuptools", "wheel"}
