@@ -132,7 +132,14 @@ def _snapshot_from_repo(task: Task, dest: Path, repos_dir: Path | None) -> str:
             raise TaskError(f"{task.repo} cannot be had here: no mirror under {where or '$HA_REPOS_DIR (unset)'} "
                             f"(<owner>+<name>/repo or <owner>/<name>.git) and cloning {source} failed: {err}")
         raise TaskError(f"cloning the mirror {mirror} failed: {err}")
-    out = git(["checkout", "-q", "-B", "main", task.base_commit], dest).stderr.decode(errors="replace")
+    checkout = git(["checkout", "-q", "-B", "main", task.base_commit], dest, check=False)
+    out = checkout.stderr.decode(errors="replace")
+    if checkout.returncode != 0 and re.search(r"reference is not a tree|unknown revision|not a commit|invalid reference", out):
+        # a mirror of the default branches: the base commit was on a branch or pull request it lacks
+        raise TaskError(f"{task.repo} cannot be had here: the mirror {source} lacks the base commit "
+                        f"{task.base_commit} ({out.strip().splitlines()[-1][:200] if out.strip() else 'not found'})")
+    if checkout.returncode != 0 and "unable to read sha1 file" not in out:
+        raise TaskError(f"git checkout -q -B main {task.base_commit} failed in {dest}: {out.strip()[-500:]}")
     missing = re.findall(r"unable to read sha1 file of (.+?) \(", out)
     if missing:  # a mirror without some large blobs (a size-capped copy): the base tree is not all there
         raise TaskError(f"{task.repo} cannot be had here: the mirror {source} lacks {len(missing)} file(s) of the base "

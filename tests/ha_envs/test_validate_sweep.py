@@ -105,6 +105,26 @@ def test_a_repository_that_cannot_be_had_is_the_machines(tmp_path, monkeypatch):
     assert "nobody/nowhere cannot be had here: no mirror under " + str(tmp_path / "mirrors") in res.problems[0]
 
 
+def test_a_mirror_without_the_base_commit_is_the_machines(tmp_path, monkeypatch):
+    """valkey-1842's base commit is on no branch a mirror of the default branches holds."""
+    import subprocess
+
+    mirror = tmp_path / "mirrors" / "acme+gone" / "repo"
+    mirror.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=mirror, check=True)
+    (mirror / "a.txt").write_text("a\n")
+    subprocess.run(["git", "add", "-A"], cwd=mirror, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"], cwd=mirror, check=True)
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    task = Task(instance_id="acme__gone-1", benchmark="swebench_multilingual", language="c", problem_statement="",
+                repo="acme/gone", base_commit="4de8cf3567b4dfd3a541219462b22d46c730c4b4", gold_patch="x",
+                tests=TestSpec("", ("t",), (), "true", "pytest"))
+    res = validate_task(task, Grader(local_sandbox_factory(network=False)))
+    assert not res.ok and res.cause == "machine"
+    assert "acme/gone cannot be had here: the mirror" in res.problems[0]
+    assert "lacks the base commit 4de8cf3567b4dfd3a541219462b22d46c730c4b4" in res.problems[0]
+
+
 def test_a_mirror_missing_files_of_the_base_is_the_machines(tmp_path, monkeypatch):
     """A size-capped mirror (large blobs left out): the base tree cannot be checked out whole."""
     import subprocess
