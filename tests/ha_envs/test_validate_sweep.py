@@ -56,6 +56,31 @@ def test_a_gold_patch_that_needs_a_new_dependency_is_the_environments(tiny_task,
     assert any("needs ha_no_such_dependency, which the environment lacks" in p for p in res.problems)
 
 
+def test_a_pass_to_pass_name_cut_at_a_space_is_not_held_against_the_base(tiny_task, tmp_path):
+    """swebench's pytest parser cuts ids at the first space, so ``test_p[foo, bar]`` and
+    ``test_p[foo, baz]`` are both ``test_p[foo,`` in the dataset (pylint-8898): its status at base is
+    whichever line came last. Such a name is noted, not called a test failing at base."""
+    from tests.conftest import CALC, _git_diff
+
+    (Path(tiny_task.source_dir) / "tests" / "test_p.py").write_text(
+        "import pytest\nfrom calc import clamp\n\n\n@pytest.mark.parametrize('s', ['foo, bar', 'foo, baz'])\n"
+        "def test_p(s):\n    assert clamp(9, 0, 5) == 5\n")
+    work = tmp_path / "w"
+    subprocess.run(["cp", "-a", str(tiny_task.source_dir), str(work)], check=True)
+    gold = _git_diff(work, lambda d: (d / "calc.py").write_text(CALC.replace("return lo\n    return x", "return hi\n    return x")))
+    cut = "tests/test_p.py::test_p[foo,"
+    tests = TestSpec(**{**tiny_task.tests.__dict__, "log_parser": "swebench:pylint-dev/pylint",
+                        "pass_to_pass": tiny_task.tests.pass_to_pass + (cut,)})
+    task = Task(**{**tiny_task.__dict__, "tests": tests, "gold_patch": gold})
+    res = validate_task(task, Grader(local_sandbox_factory(network=False)))
+    assert res.ok and res.problems == [] and res.gold_status == "resolved", res.problems
+    assert len(res.notes) == 1 and cut in res.notes[0]
+    assert "`tiny__clamp`: PASS_TO_PASS names cut at a space" in summary_markdown([res])
+    from ha_envs.validate import truncated_id
+
+    assert truncated_id(cut) and not truncated_id("t.py::test_p[foo-bar]") and not truncated_id("t.py::test_p")
+
+
 def test_new_imports_missing_reads_only_what_the_patch_adds():
     from ha_envs.validate import new_imports_missing
 
