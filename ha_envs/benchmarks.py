@@ -189,9 +189,9 @@ def swebench_task(row: dict[str, Any], bench: str, provenance: str, drop: dict[s
 
         command = f"{test_cmd} {' '.join(get_test_directives(row))}".strip()
     language = "python" if bench == "verified" else _language(repo)
-    tests = TestSpec(build_command=build_command(specs, language),test_patch=row["test_patch"], fail_to_pass=as_list(row["FAIL_TO_PASS"], "FAIL_TO_PASS"),
+    tests = TestSpec(test_patch=row["test_patch"], fail_to_pass=as_list(row["FAIL_TO_PASS"], "FAIL_TO_PASS"),
                      pass_to_pass=as_list(row["PASS_TO_PASS"], "PASS_TO_PASS"), test_command=command,
-                     log_parser=f"swebench:{repo}", timeout_s=1800.0)
+                     log_parser=f"swebench:{repo}", timeout_s=1800.0, build_command=build_command(specs, language))
     env = EnvironmentSpec(python_version=specs.get("python"),
                           setup_commands=tuple(_as_cmds(specs.get("pre_install")) + _as_cmds(specs.get("install"))),
                           extra={"official_image": official_swebench_image(row["instance_id"]), "specs": _jsonable(specs),

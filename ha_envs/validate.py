@@ -146,7 +146,7 @@ def _evidence(report: GradeReport) -> str:
     return "\n".join([report.error, report.log_tail, *report.network_errors])
 
 
-def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: list[str] = ()) -> None:
+def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: list[str] | None = None) -> None:
     """Attach the environment's record, and a cause to a failure (see the module docstring)."""
     res.environment = environment_of(task)
     if res.ok:

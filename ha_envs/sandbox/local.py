@@ -229,10 +229,12 @@ class LocalSandbox:
             "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOTELEMETRY": "off",
             "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
         }
-        if self.node_modules is not None and (self.node_modules.parent / "corepack").is_dir():
-            # the pnpm / yarn release the env was installed with (nodeenv), offline
-            env.update(COREPACK_HOME=str(self.node_modules.parent / "corepack"), COREPACK_ENABLE_DOWNLOAD_PROMPT="0",
-                       COREPACK_ENABLE_NETWORK="0")
+        if self.node_modules is not None:
+            from .nodeenv import COREPACK_DIR
+
+            corepack = self.node_modules.parent / COREPACK_DIR
+            if corepack.is_dir():  # the pnpm / yarn release the env was installed with (nodeenv), offline
+                env.update(COREPACK_HOME=str(corepack), COREPACK_ENABLE_DOWNLOAD_PROMPT="0", COREPACK_ENABLE_NETWORK="0")
         if self.config.python_env:
             from .pyenv import import_roots, workcopy_on_path
 

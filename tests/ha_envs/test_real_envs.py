@@ -197,12 +197,16 @@ def _npm_reachable() -> bool:
     return proc.returncode == 0
 
 
-@pytest.fixture(scope="module")
-def js_task(tmp_path_factory):
+def require_npm() -> None:
     if not _npm_reachable():
         if os.environ.get("CI"):
             pytest.fail("npm or its registry is not reachable but CI is set: JavaScript environments cannot be built")
         pytest.skip("npm or its registry is not reachable")
+
+
+@pytest.fixture(scope="module")
+def js_task(tmp_path_factory):
+    require_npm()
     root = tmp_path_factory.mktemp("jsacme")
     index = "const ms = require('ms');\n\nfunction seconds(text) {\n  return ms(text) / 100;\n}\n\nmodule.exports = { seconds };\n"
     base, diff = upstream(root, {
@@ -268,10 +272,7 @@ def workspace_task(tmp_path_factory):
     """An npm workspace: the root's node_modules links ``a`` and ``b`` to ``../packages/*`` (links
     that leave node_modules), and ``packages/a`` gets a node_modules of its own (it wants another
     ``ms`` than the root): what pnpm and yarn monorepos (vuejs/core) look like."""
-    if not _npm_reachable():
-        if os.environ.get("CI"):
-            pytest.fail("npm or its registry is not reachable but CI is set: JavaScript environments cannot be built")
-        pytest.skip("npm or its registry is not reachable")
+    require_npm()
     root = tmp_path_factory.mktemp("jsws")
     b_index = "function double(x) {\n  return x + x + 1;\n}\n\nmodule.exports = { double };\n"
     base, diff = upstream(root, {
