@@ -74,9 +74,9 @@ class GradeReport:
     """Paths the patch changed that the grader took from the base again (tests, runner files)."""
     flags: list[str] = field(default_factory=list)
     """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
-    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``,
-    ``ignored_files_in_patch`` (files the base's ignore rules ignore, dropped: build outputs),
-    (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL); the env adds
+    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``
+    (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL),
+    ``ignored_files_in_patch`` (new files the base's ignore rules ignore, dropped: build outputs); the env adds
     ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
     suspicion: list[str] = field(default_factory=list)
     """The same, in words, with the paths and names involved."""
@@ -295,9 +295,15 @@ class Grader:
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
-            if task.tests.build_command.strip() and not self._build(task, sandbox, report):
-                return None
-            return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed])
+            before = None
+            if task.tests.build_command.strip():
+                # the patch's build files run now: the test sources are hashed before them, not
+                # only around the test run (a Makefile can rewrite the hidden tests)
+                before = _hashes(sandbox.run(_test_hashes_script(task), timeout=300, head_bytes=16 << 20,
+                                             tail_bytes=0).output)
+                if not self._build(task, sandbox, report):
+                    return None
+            return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
         finally:
             sandbox.close()
             if root is not None:
@@ -308,7 +314,9 @@ class Grader:
         ``*.o``) and the pristine copy lacks: build outputs, never part of a source fix. A shipped
         object file and binary newer than the sources would make the build step keep them and run
         the patch's test binary. Read in the copy before the patch, so its ``.gitignore`` edits do
-        not count; a file the copy has (a built extension) is left to ``git apply`` to refuse."""
+        not count; a file the copy has (a built extension) is left to ``git apply`` to refuse. Every
+        path is checked, not only sections marked as new files: GNU ``patch`` creates a file from a
+        hunk against nothing whatever the headers say."""
         sections = split_patch(kept)
         paths = [p for sec in sections for p in section_paths(sec)]
         if not paths:
@@ -368,7 +376,10 @@ class Grader:
             raise GradingError(f"cannot restore the protected paths of {task.instance_id}: {res.output[-800:]}")
         return targets
 
-    def _run_tests(self, task: Task, sandbox: Sandbox, gd: str, changed: list[str]) -> Evidence:
+    def _run_tests(self, task: Task, sandbox: Sandbox, gd: str, changed: list[str],
+                   before: dict[str, str] | None = None) -> Evidence:
+        """The test command under the runner guards; ``before``: the test sources' hashes when they
+        were taken earlier (before a build step), else just before the run."""
         command = _workdir_command(task, sandbox, task.tests.test_command)
         reports: dict[str, str] = {}
         files: dict[str, bytes] = {}
@@ -381,7 +392,8 @@ class Grader:
         if files:
             _put(sandbox, gd, files)
         hashing = _test_hashes_script(task)
-        before = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
+        if before is None:
+            before = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
         after = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         evidence = Evidence(res.output, res.exit_code, res.timed_out, workdir=sandbox.workdir,
@@ -449,7 +461,8 @@ def _applied_paths(output: str, patch: str) -> list[str]:
     return [p for p in paths if p and not unsafe_path(p)]
 
 
-_TEST_SOURCES = ("py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "rb", "php", "java")
+_TEST_SOURCES = ("py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "rb", "php", "java",
+                 "c", "h", "cc", "cpp", "cxx", "hpp", "tcl")
 
 
 def _test_hashes_script(task: Task) -> str:

@@ -132,6 +132,20 @@ def test_what_the_build_prints_is_never_read_as_test_results(c_task, tmp_path):
     assert not report.resolved and "runtest" in report.restored_paths
 
 
+def test_a_build_that_rewrites_the_hidden_tests_is_caught(c_task, tmp_path):
+    """The build runs the patch's Makefile after the hidden tests are in: one that rewrites every
+    test source to print passes (and builds it) must not earn reward. The test files are hashed
+    before the build, not only around the test run."""
+    fake = ("all:\n\tmkdir -p build\n"
+            "\tfor t in tests/*.c; do printf '#include <stdio.h>\\nint main(void){puts(\"[ok]: clamp high (0 ms)\");"
+            "puts(\"[ok]: clamp low (0 ms)\");puts(\"[ok]: add (0 ms)\");return 0;}\\n' > $$t; done\n"
+            "\tfor t in tests/*.c; do $(CC) -o build/$$(basename $$t .c) $$t; done\n")
+    forged = _edit(c_task, tmp_path, lambda d: (d / "Makefile").write_text(fake))
+    report = Grader().grade(c_task, forged)
+    assert not report.resolved and report.reward == 0.0 and report.status == "tests_tampered"
+    assert any("tests/hidden.c" in r for r in report.tampering), report.tampering
+
+
 def test_build_outputs_shipped_in_the_patch_are_dropped(c_task, tmp_path):
     """``./runtest`` runs every binary in ``build/``; a patch that ships one more (git-ignored, so
     forced into the diff) printing the hidden tests' pass lines would win the parser's last word.
