@@ -33,6 +33,9 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory
     from ha_envs.validate import read_results, stratified_sample, summary_markdown, validate_tasks
 
+    if args.retries < 0:
+        print(f"ha tasks validate: error: --retries must be 0 or more, not {args.retries}", file=sys.stderr)
+        return 2
     network = {"official": None, "on": True, "off": False}[args.network]
     factory = docker_sandbox_factory(network=network) if args.sandbox == "docker" else local_sandbox_factory(network=network)
     tasks = _tasks(args)
@@ -60,7 +63,7 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
             sink.flush()
 
     try:
-        validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record)
+        validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record, retries=args.retries)
     finally:
         if sink is not None:
             sink.close()
@@ -339,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", metavar="FILE.jsonl",
                    help="append each result here as it finishes; a rerun skips the instances already in it")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (per repository, with causes)")
+    p.add_argument("--retries", type=int, default=2, metavar="K",
+                   help="grade a disagreeing verdict nothing explains up to K more times; one that changes is "
+                        "called flaky (default 2; 0: never)")
     p.set_defaults(func=cmd_tasks_validate)
 
     images = sub.add_parser("images", help="build Docker images locally (no registry needed)").add_subparsers(

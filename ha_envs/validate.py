@@ -6,14 +6,24 @@ and every PASS_TO_PASS test must pass there, otherwise the lists are wrong.
 A failure gets a cause, so a sweep over a benchmark says what to fix where:
 
 - ``environment``: the environment could not be built, or lacks what the spec asks for (a
-  requirement pip cannot have, a pre-install step that needs system packages or failed), or what
-  the gold patch needs (a module or package only the patch brings: a dependency it adds);
+  requirement pip cannot have, a pre-install step that needs system packages or failed);
 - ``network``: the failing tests' log shows them reaching for the network (this machine, or a
-  grading sandbox without network, cannot give it);
+  grading sandbox without network, cannot give it); or the gold patch needs a dependency it adds
+  (a module or package only the patch's lines bring), which swebench's eval script installs after
+  the patch, with network, and this grader never does: what a patch declares is not installed
+  while grading, so no patch can resolve such a task here;
 - ``machine``: this machine lacks something no task can fix (an interpreter, a toolchain, the
   official image with no registry to pull it from);
+- ``flaky``: none of the above, and the verdict that disagreed changed when the same patch was
+  graded again (``retries``): the tests race the clock or the code has a race;
 - ``grader``: none of the above: the environment is as the spec says, yet our verdict disagrees with
-  the dataset's (gold not resolving, or the empty patch resolving). These are the ones to read first.
+  the dataset's (gold not resolving, or the empty patch resolving), every time it is graded. These
+  are the ones to read first.
+
+What decides a verdict is that every FAIL_TO_PASS and PASS_TO_PASS test passes after the patch, so
+a test the dataset files under the other list at base (a PASS_TO_PASS test failing at base, a
+FAIL_TO_PASS one passing there) changes no verdict: when the gold patch resolves and the empty one
+does not, such a test is a note, not a failure.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from .grading.parsers import PASSED, SKIPPED, XFAIL
 from .sandbox.base import SandboxError
 from .task import Task
 
-CAUSES = ("environment", "network", "machine", "grader")
+CAUSES = ("environment", "network", "machine", "flaky", "grader")
 MACHINE_SIGNS = re.compile(
     r"pyenv has none|needs `uv`|no Docker daemon|cannot be had|no registry|command not found|"
     r"No such file or directory: '(node|npm|go|cargo|java|mvn|gradle|ruby|php)'|needs root")
@@ -58,7 +68,9 @@ class ValidationResult:
         return asdict(self)
 
 
-def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
+def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) -> ValidationResult:
+    """``retries``: grade a disagreeing verdict that nothing explains (cause ``grader``) up to this
+    many more times; one that changes makes the cause ``flaky``."""
     grader = grader or Grader()
     res = ValidationResult(task.instance_id, ok=True, repo=task.repo or "")
     try:
@@ -90,9 +102,13 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
         res.problems.append(f"the empty patch's test log was not believed: {'; '.join(empty.tampering)[:400]}")
     if empty.resolved:
         res.problems.append("the empty patch resolves the task")
+    # Both lists must pass after any patch, so a test the dataset files under the other list at base
+    # changes no verdict; it is a problem only when the verdicts are wrong anyway (module docstring).
+    lists_only = gold.resolved and not empty.resolved
     still = [t for t, s in empty.fail_to_pass.items() if s == PASSED]
     if still:
-        res.problems.append(f"FAIL_TO_PASS tests already pass at base: {_short(still)}")
+        (res.notes if lists_only else res.problems).append(
+            f"FAIL_TO_PASS tests already pass at base{_NO_VERDICT if lists_only else ''}: {_short(still)}")
     broken = [t for t, s in empty.pass_to_pass.items() if s not in (PASSED, SKIPPED, XFAIL)]
     cut = [t for t in broken if truncated_id(t)]
     if cut:  # not a claim the dataset can make: the name stands for several tests
@@ -100,18 +116,54 @@ def validate_task(task: Task, grader: Grader | None = None) -> ValidationResult:
         res.notes.append(f"PASS_TO_PASS names cut at a space, each standing for several tests, not checked at base: "
                          f"{_short(cut)}")
     if broken:
-        res.problems.append(f"PASS_TO_PASS tests fail at base: {_short(broken)}")
+        (res.notes if lists_only else res.problems).append(
+            f"PASS_TO_PASS tests fail at base{_NO_VERDICT if lists_only else ''}: {_short(broken)}")
     if not task.tests.fail_to_pass:
         res.problems.append("no FAIL_TO_PASS tests")
     res.ok = not res.problems
     lacking = [] if res.ok else new_imports_missing(task.gold_patch, _evidence(gold))
     if lacking:
         res.problems.append(f"the gold patch needs {', '.join(lacking)}, which the environment lacks: the patch "
-                            "brings a new dependency; swebench's eval script re-runs the install after the patch, "
-                            "with network, and gets it, while ours is built once for the base commit and the "
-                            "patch's dependency files are taken from the base")
+                            "adds a dependency, which swebench's eval script installs after the patch, with "
+                            "network; this grader installs nothing a patch declares (the patch would choose code "
+                            "that runs while it grades), so no patch resolves this task here")
     _explain(res, task, [_evidence(gold), _evidence(empty)], lacking)
+    if res.cause == "grader" and retries > 0:
+        _regrade(res, task, grader, gold, empty, retries)
     return res
+
+
+_NO_VERDICT = " (the dataset files them under the other list; every verdict is the same either way)"
+
+
+def _regrade(res: ValidationResult, task: Task, grader: Grader, gold: GradeReport, empty: GradeReport,
+             retries: int) -> None:
+    """Grade the disagreeing verdicts again, up to ``retries`` more times each; a verdict that
+    changes makes the failure ``flaky`` (how often each came out as the dataset says is recorded)."""
+    runs = []
+    if not gold.resolved:
+        runs.append(("gold", task.gold_patch, True))
+    if empty.resolved:
+        runs.append(("empty", "", False))
+    changed = []
+    for name, patch, want in runs:
+        got = [not want]
+        for _ in range(retries):
+            try:
+                got.append(grader.grade(task, patch).resolved)
+            except GradingError as exc:
+                res.notes.append(f"grading the {name} patch again failed: {exc}")
+                break
+            if got[-1] == want:
+                break
+        agree = sum(g == want for g in got)
+        if agree:
+            changed.append(f"the {name} patch {'resolved' if want else 'did not resolve'} {agree} of {len(got)} "
+                           "grades")
+    if changed:
+        res.cause = "flaky"
+        res.problems.append("; ".join(changed) + ": the tests' outcome changes from run to run (a test that "
+                            "races the clock, which a loaded machine loses, or a race in the code)")
 
 
 _MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)|"
@@ -158,7 +210,9 @@ def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: li
     elif network:
         res.cause = "network"
         res.problems.append(f"the failing tests reach for the network (their log: {network.group(0)!r})")
-    elif res.environment.get("problems") or lacking:
+    elif lacking:
+        res.cause = "network"
+    elif res.environment.get("problems"):
         res.cause = "environment"
     else:
         res.cause = "grader"
@@ -184,14 +238,15 @@ def environment_of(task: Task, build: bool = True) -> dict:
 
 
 def validate_tasks(tasks: list[Task], workers: int = 2, grader: Grader | None = None,
-                   on_result: Callable[[ValidationResult], None] | None = None) -> list[ValidationResult]:
+                   on_result: Callable[[ValidationResult], None] | None = None,
+                   retries: int = 0) -> list[ValidationResult]:
     """Validate ``tasks`` on ``workers`` threads; ``on_result`` sees each result as it finishes
     (a resumable results file appends it there). Returns them in the order of ``tasks``."""
     grader = grader or Grader()
     done: dict[str, ValidationResult] = {}
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(validate_task, t, grader): t for t in tasks}
+        futures = {pool.submit(validate_task, t, grader, retries): t for t in tasks}
         for fut in as_completed(futures):
             res = fut.result()
             with lock:
@@ -240,8 +295,8 @@ def read_results(path: Path) -> dict[str, ValidationResult]:
 
 def summary_markdown(results: list[ValidationResult], title: str = "Validation") -> str:
     """Per repository: validated / total and the causes of the rest; then every failure with its cause."""
-    lines = [f"## {title}", "", "| repository | instances | validate | environment | network | machine | grader |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"## {title}", "", "| repository | instances | validate | " + " | ".join(CAUSES) + " |",
+             "|---|---:|---:|" + "---:|" * len(CAUSES)]
     repos = sorted({r.repo for r in results})
     for repo in repos + ["**all**"]:
         rs = [r for r in results if repo == "**all**" or r.repo == repo]

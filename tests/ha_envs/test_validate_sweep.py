@@ -34,17 +34,20 @@ def test_a_test_that_needs_the_network_is_classified_as_such(tiny_task):
 
 
 def test_a_plain_disagreement_is_the_graders(tiny_task):
-    """Nothing about the environment or the network: a gold patch that does not resolve is ours to read."""
+    """Nothing about the environment or the network: a gold patch that does not resolve is ours to
+    read, and graded again it still does not (not flaky)."""
     broken = Task(**{**tiny_task.__dict__, "gold_patch": tiny_task.gold_patch.replace("return hi", "return x + 0")})
-    res = validate_task(broken, Grader(local_sandbox_factory(network=False)))
+    res = validate_task(broken, Grader(local_sandbox_factory(network=False)), retries=1)
     assert not res.ok and res.cause == "grader"
+    assert not any("grades" in p for p in res.problems)
     good = validate_task(tiny_task, Grader(local_sandbox_factory(network=False)))
     assert good.ok and good.cause == "" and good.problems == []
 
 
-def test_a_gold_patch_that_needs_a_new_dependency_is_the_environments(tiny_task, tmp_path):
+def test_a_gold_patch_that_needs_a_new_dependency_needs_the_network(tiny_task, tmp_path):
     """pylint-4661's fix imports ``appdirs`` (and adds it to setup.cfg); an environment built for the
-    base commit has no such module. Named, not left to the grader cause."""
+    base commit has no such module, and swebench gets it by installing after the patch, with network.
+    This grader installs nothing a patch declares: named as needing the network, not the grader's."""
     from tests.conftest import CALC, _git_diff
 
     work = tmp_path / "needy"
@@ -52,8 +55,9 @@ def test_a_gold_patch_that_needs_a_new_dependency_is_the_environments(tiny_task,
     fixed = CALC.replace("return lo\n    return x", "return hi\n    return x")
     needy = _git_diff(work, lambda d: (d / "calc.py").write_text("import ha_no_such_dependency\n\n" + fixed))
     res = validate_task(Task(**{**tiny_task.__dict__, "gold_patch": needy}), Grader(local_sandbox_factory(network=False)))
-    assert not res.ok and res.cause == "environment"
-    assert any("needs ha_no_such_dependency, which the environment lacks" in p for p in res.problems)
+    assert not res.ok and res.cause == "network"
+    assert any("needs ha_no_such_dependency, which the environment lacks" in p and "installs nothing a patch "
+               "declares" in p for p in res.problems)
 
 
 def test_a_pass_to_pass_name_cut_at_a_space_is_not_held_against_the_base(tiny_task, tmp_path):
@@ -246,3 +250,79 @@ def test_network_lines_are_found_anywhere_in_the_log():
     assert network_errors(log) == ["E   socket.gaierror: [Errno -2] Name or service not known",
                                    "E   Failed: The connect() request should time out."]
     assert network_errors("FAILED t::c - AssertionError: 1 != 2\n") == []
+
+
+def test_a_verdict_that_changes_when_graded_again_is_flaky(tiny_task, tmp_path):
+    """valkey-928's cluster test races the gossip (upstream valkey#970): the gold patch resolves one
+    grade in three. Here a PASS_TO_PASS test asks a local service, which fails the first grade and
+    passes every later one: the gold patch fails, is graded again, resolves, and the cause is
+    ``flaky`` with the count, not ``grader``."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    answers = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"1" if answers else b"0")
+            answers.append(1)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        (Path(tiny_task.source_dir) / "tests" / "test_race.py").write_text(
+            "import socket\n\n\ndef test_race():\n"
+            f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=10)\n"
+            "    assert s.recv(1) == b'1'\n")
+        tests = TestSpec(**{**tiny_task.tests.__dict__,
+                            "pass_to_pass": tiny_task.tests.pass_to_pass + ("tests/test_race.py::test_race",)})
+        task = Task(**{**tiny_task.__dict__, "instance_id": "tiny__race", "tests": tests})
+        once = validate_task(task, Grader(local_sandbox_factory(network=True)), retries=0)
+        assert not once.ok and once.cause == "grader" and once.gold_status == "unresolved"
+        answers.clear()  # the CLI, as a user runs it: --retries reaches the run
+        src, md = tmp_path / "tasks.jsonl", tmp_path / "summary.md"
+        src.write_text(json.dumps(task_row(task)) + "\n")
+        out = subprocess.run([str(HA), "tasks", "validate", "--jsonl", str(src), "--network", "on", "--retries", "2",
+                              "--workers", "1", "--json", "--markdown", str(md)], capture_output=True, text=True)
+    finally:
+        server.close()
+    assert out.returncode == 1, out.stderr
+    [res] = json.loads(out.stdout)
+    assert not res["ok"] and res["cause"] == "flaky", (res["cause"], res["problems"])
+    assert any("the gold patch resolved 1 of 2 grades" in p for p in res["problems"])
+    assert len(answers) == 3  # gold, empty, gold again: the retry stops at the first agreeing grade
+    assert "| tiny__race | flaky |" in md.read_text()
+    bad = subprocess.run([str(HA), "tasks", "validate", "--jsonl", str(src), "--retries", "-1"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--retries" in bad.stderr
+
+
+def test_a_test_filed_under_the_other_list_changes_no_verdict_and_is_a_note(tiny_task, tmp_path):
+    """xarray-6744: PASS_TO_PASS tests that fail at base here; the gold patch passes them and the
+    empty patch does not resolve. Both lists must pass after a patch, so no verdict changes: noted.
+    When the gold patch does not resolve, the same test is one of the problems."""
+    from tests.conftest import CALC, _git_diff
+
+    (Path(tiny_task.source_dir) / "tests" / "test_more.py").write_text(
+        "from calc import clamp\n\n\ndef test_also_high():\n    assert clamp(7, 0, 5) == 5\n")
+    tests = TestSpec(**{**tiny_task.tests.__dict__,
+                        "pass_to_pass": tiny_task.tests.pass_to_pass + ("tests/test_more.py::test_also_high",)})
+    work = tmp_path / "w"
+    subprocess.run(["cp", "-a", str(tiny_task.source_dir), str(work)], check=True)
+    gold = _git_diff(work, lambda d: (d / "calc.py").write_text(CALC.replace("return lo\n    return x", "return hi\n    return x")))
+    task = Task(**{**tiny_task.__dict__, "tests": tests, "gold_patch": gold})
+    res = validate_task(task, Grader(local_sandbox_factory(network=False)))
+    assert res.ok and res.problems == [], res.problems
+    assert any(n.startswith("PASS_TO_PASS tests fail at base (the dataset files them under the other list")
+               and "test_also_high" in n for n in res.notes)
+    broken = Task(**{**task.__dict__, "gold_patch": tiny_task.gold_patch.replace("return hi", "return x + 0")})
+    bad = validate_task(broken, Grader(local_sandbox_factory(network=False)))
+    assert not bad.ok and any(p.startswith("PASS_TO_PASS tests fail at base: ") for p in bad.problems)
