@@ -30,7 +30,7 @@ from .requirements import repo_requirements
 from .workcopy import cache_root, prepare_snapshot
 
 
-ENV_FORMAT = 18
+ENV_FORMAT = 19
 """Bump when the way environments are built changes (the cache key includes it)."""
 
 
@@ -65,72 +65,33 @@ def python_env(task: Any) -> Path | None:
 
 
 def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
+    """The task's environment: a copy of its dependency layer (``dependency_layer``, shared by every
+    instance of the same repository, spec and requirements) with the repository at the task's base
+    commit installed on it, as swebench's instance images are its environment image plus the
+    instance's install."""
     python = pyenv_python(str(specs["python"]))
+    base = python.resolve().parent.parent
+    layer = dependency_layer(task, specs)
     tmp = env.with_name(env.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    log: list[str] = []
+    _copy_prefix(layer, tmp)
+    report: dict[str, Any] = json.loads((layer / LAYER_REPORT).read_text())
+    report["layer"] = layer.name
+    log: list[str] = [(layer / "ha-build.log").read_text() if (layer / "ha-build.log").is_file() else "",
+                      f"# the dependency layer {layer}, then the instance {task.instance_id}"]
+    for f in ("ha-build.log", LAYER_REPORT, ".ha-ready", "ha-requirements.txt", "ha-constraints.txt"):
+        (tmp / f).unlink(missing_ok=True)  # the layer's own records (hard links into it: never written)
+    _fix_paths(tmp, layer, base)
 
     # setuptools_scm finds no tags in the snapshot (history ends at the base commit): give it the version,
     # for the repository's own build only (a dependency built from source would take it too).
     repo_env = dict(os.environ, SETUPTOOLS_SCM_PRETEND_VERSION=_release(str(task.metadata.get("version", "0"))))
-
-    def run(args: list[str], check: bool = True, env: dict[str, str] | None = None) -> str | None:
-        """None on success, else the error (raised when ``check``)."""
-        proc = subprocess.run(args, capture_output=True, text=True, env=env)
-        log.append(f"$ {' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-        if proc.returncode == 0:
-            return None
-        err = proc.stderr.strip()[-800:]
-        if check:
-            raise SandboxError(f"building the Python environment of {task.instance_id} failed at "
-                               f"`{' '.join(args[:6])}`: {err}")
-        return (err.splitlines() or ["failed"])[-1]
-
-    base = python.resolve().parent.parent
-    _copy_prefix(base, tmp)
+    run = _runner(task, log)
     pip = plain = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    report: dict[str, Any] = {"requirements": None, "notes": [], "problems": []}
-    cutoff, why = pypi_cutoff(task, specs)
-    if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):  # uv drives Python 3.7 and later
-        # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
-        # installed without it (swebench pinned them when it built its images, later than that date).
+    cutoff, _ = pypi_cutoff(task, specs)
+    if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):
         plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
         pip = plain + cutoff_args(cutoff, specs)
-        if specs.get("pypi_cutoff"):
-            plain = pip
-        report["notes"].append(f"PyPI as of {cutoff} ({why})")
-
-    def install_all(lines: list[str], constraints: list[str]) -> None:
-        """One install of ``lines``; when it fails, each line alone, and those pip cannot have are
-        named problems (the official image would have failed to build, or had them from conda)."""
-        if not lines:
-            return
-        (tmp / "ha-requirements.txt").write_text("\n".join(lines) + "\n")
-        extra = []
-        if constraints:
-            (tmp / "ha-constraints.txt").write_text("\n".join(constraints) + "\n")
-            extra = ["-c", str(tmp / "ha-constraints.txt")]
-        if run(pip + ["-r", str(tmp / "ha-requirements.txt")] + extra, check=False) is None:
-            return
-        for line in lines:
-            err = run(pip + shlex.split(line) + extra, check=False)
-            if err is not None:
-                report["problems"].append(f"requirement cannot be installed here: {line} ({err[:200]})")
-
-    # The order of swebench's images: the spec's packages (or the file it names), then its pinned pip
-    # packages, then the repository (with its pre-install edits already in the snapshot).
-    reqs = repo_requirements(task, specs)
-    packages = specs.get("packages", "")
-    if reqs is not None:
-        report["requirements"] = reqs.source
-        report["notes"] += reqs.notes
-        report["problems"] += [f"a conda package, not on PyPI: {d}" for d in reqs.not_pip]
-        install_all(reqs.requirements, reqs.constraints)
-    elif packages:
-        install_all(shlex.split(packages), [])
-    if specs.get("pip_packages"):
-        run(plain + list(specs["pip_packages"]))
     snapshot = prepare_snapshot(task)
     for rel in specs.get("requirements_files") or ():
         if (snapshot.path / rel).is_file():  # requirement files of the repository at its base commit
@@ -182,6 +143,111 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     tmp.rename(env)
     _fix_paths(env, tmp, base)
     (env / ".ha-ready").write_text(task.instance_id)
+
+
+LAYER_REPORT = "ha-layer.json"
+
+
+def dependency_layer(task: Any, specs: dict[str, Any] | None = None) -> Path:
+    """The environment's dependency layer, built on first use and shared (cached by content under
+    ``$HA_CACHE_DIR/envs/layers``): the interpreter prefix with the spec's packages (or the
+    requirements file it names, read at the environment-setup commit) and its pinned pip packages,
+    everything swebench's environment image holds before an instance installs the repository. Its
+    key is the spec, the PyPI date and the requirements' content, so the instances of one version
+    of a repository share one (SWE-bench Verified: 80 for its 500 instances). ``HA_ENV_LAYERS=instance``
+    gives every instance its own (the layout before layers; ``benchmarks/bench_envs.py`` compares)."""
+    specs = specs if specs is not None else task.environment.extra["specs"]
+    reqs = repo_requirements(task, specs)
+    cutoff, why = pypi_cutoff(task, specs)
+    content = None if reqs is None else [reqs.requirements, reqs.constraints, reqs.not_pip, reqs.source.split(" @ ")[0]]
+    sharing = os.environ.get("HA_ENV_LAYERS", "shared").strip().lower() or "shared"
+    if sharing not in ("shared", "instance"):
+        raise SandboxError(f"HA_ENV_LAYERS is {sharing!r}: use 'shared' (one dependency layer per repository, spec "
+                           "and requirements; the default) or 'instance' (one per instance)")
+    own = task.base_commit if sharing == "instance" else None
+    key = hashlib.sha256(json.dumps([ENV_FORMAT, task.repo, specs, cutoff, content] + ([own] if own else []),
+                                    sort_keys=True).encode()).hexdigest()[:12]
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.repo)
+    layer = cache_root() / "envs" / "layers" / f"{safe}-{specs['python']}-{key}"
+    if (layer / ".ha-ready").is_file():
+        return layer
+    layer.parent.mkdir(parents=True, exist_ok=True)
+    with open(layer.with_name(layer.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (layer / ".ha-ready").is_file():
+            _build_layer(task, specs, layer, reqs, cutoff, why)
+    return layer
+
+
+def _runner(task: Any, log: list[str]):
+    def run(args: list[str], check: bool = True, env: dict[str, str] | None = None) -> str | None:
+        """None on success, else the error (raised when ``check``)."""
+        proc = subprocess.run(args, capture_output=True, text=True, env=env)
+        log.append(f"$ {' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        if proc.returncode == 0:
+            return None
+        err = proc.stderr.strip()[-800:]
+        if check:
+            raise SandboxError(f"building the Python environment of {task.instance_id} failed at "
+                               f"`{' '.join(args[:6])}`: {err}")
+        return (err.splitlines() or ["failed"])[-1]
+    return run
+
+
+def _build_layer(task: Any, specs: dict[str, Any], layer: Path, reqs: Any, cutoff: str | None, why: str) -> None:
+    python = pyenv_python(str(specs["python"]))
+    base = python.resolve().parent.parent
+    tmp = layer.with_name(layer.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    log: list[str] = []
+    run = _runner(task, log)
+    _copy_prefix(base, tmp)
+    pip = plain = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    report: dict[str, Any] = {"requirements": None, "notes": [], "problems": []}
+    if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):  # uv drives Python 3.7 and later
+        # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
+        # installed without it (swebench pinned them when it built its images, later than that date).
+        plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
+        pip = plain + cutoff_args(cutoff, specs)
+        if specs.get("pypi_cutoff"):
+            plain = pip
+        report["notes"].append(f"PyPI as of {cutoff} ({why})")
+
+    def install_all(lines: list[str], constraints: list[str]) -> None:
+        """One install of ``lines``; when it fails, each line alone, and those pip cannot have are
+        named problems (the official image would have failed to build, or had them from conda)."""
+        if not lines:
+            return
+        (tmp / "ha-requirements.txt").write_text("\n".join(lines) + "\n")
+        extra = []
+        if constraints:
+            (tmp / "ha-constraints.txt").write_text("\n".join(constraints) + "\n")
+            extra = ["-c", str(tmp / "ha-constraints.txt")]
+        if run(pip + ["-r", str(tmp / "ha-requirements.txt")] + extra, check=False) is None:
+            return
+        for line in lines:
+            err = run(pip + shlex.split(line) + extra, check=False)
+            if err is not None:
+                report["problems"].append(f"requirement cannot be installed here: {line} ({err[:200]})")
+
+    # The order of swebench's images: the spec's packages (or the file it names), then its pinned pip
+    # packages; the repository (with its pre-install edits already in the snapshot) is the instance's.
+    packages = specs.get("packages", "")
+    if reqs is not None:
+        report["requirements"] = reqs.source
+        report["notes"] += reqs.notes
+        report["problems"] += [f"a conda package, not on PyPI: {d}" for d in reqs.not_pip]
+        install_all(reqs.requirements, reqs.constraints)
+    elif packages:
+        install_all(shlex.split(packages), [])
+    if specs.get("pip_packages"):
+        run(plain + list(specs["pip_packages"]))
+    (tmp / LAYER_REPORT).write_text(json.dumps(report, indent=1))
+    (tmp / "ha-build.log").write_text("\n".join(log))
+    shutil.rmtree(layer, ignore_errors=True)
+    tmp.rename(layer)
+    _fix_paths(layer, tmp, base)
+    (layer / ".ha-ready").write_text(task.instance_id)
 
 
 REPO_CUTOFF = {"sphinx-doc/sphinx": "setup-commit"}
@@ -453,7 +519,8 @@ def _copy_prefix(base: Path, dest: Path) -> None:
     there it finds no ``pyvenv.cfg`` and runs the bare interpreter, without the packages. A real
     prefix (what conda gives the official images) resolves to itself from any link. The standard
     library is hard-linked (nothing writes into it; ``cp -a`` where links cannot cross devices);
-    ``bin/`` and ``site-packages``, which pip and the path fix-up write, are copied."""
+    ``bin/`` and ``site-packages``, which pip and the path fix-up write, are copied. The same copies
+    a dependency layer (``dependency_layer``) into an instance's environment."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     linked = subprocess.run(["cp", "-al", str(base), str(dest)], capture_output=True, text=True)
     if linked.returncode != 0:
@@ -462,7 +529,7 @@ def _copy_prefix(base: Path, dest: Path) -> None:
         return
     for sub in [dest / "bin", *dest.glob("lib/python*/site-packages")]:
         fresh = sub.with_name(sub.name + ".ha-copy")
-        shutil.copytree(sub, fresh, symlinks=True)
+        subprocess.run(["cp", "-a", str(sub), str(fresh)], check=True, capture_output=True)
         shutil.rmtree(sub)
         fresh.rename(sub)
 

@@ -169,6 +169,53 @@ def test_env_pinned_to_a_pypi_date(real_task):
                                         text=True).stdout  # install_repo False: the repository is not installed
 
 
+def test_instances_of_one_version_share_a_dependency_layer(real_task, tmp_path, monkeypatch):
+    """Two instances of one repository and spec at different base commits: the dependencies are
+    installed once (one layer, built for the first), each environment installs its own commit of
+    the repository on a copy, and neither install reaches the layer."""
+    import dataclasses
+    import json
+
+    from ha_envs.sandbox.pyenv import LAYER_REPORT, dependency_layer
+
+    files = {"setup.py": "from setuptools import setup\nsetup(name='acme', version='1.0', packages=['acme'], "
+                         "install_requires=['iniconfig==2.0.0'])\n",
+             "acme/__init__.py": "def triple(x):\n    return x * 3\n"}
+    first, _ = upstream(tmp_path, files, "acme/layered")
+    work, git = tmp_path / "repo", ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    (work / "setup.py").write_text(files["setup.py"].replace("1.0", "1.1"))
+    subprocess.run(git + ["commit", "-qam", "next"], cwd=work, check=True)
+    second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "push", "-q", str(tmp_path / "mirrors" / "acme+layered" / "repo"), "HEAD:refs/heads/next"],
+                   cwd=work, check=True)
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))
+    specs = {"python": "3.9", "packages": "iniconfig==2.0.0", "install": "python -m pip install ."}
+    one = dataclasses.replace(real_task, instance_id="acme__layered-1", repo="acme/layered", base_commit=first,
+                              environment=EnvironmentSpec(extra={"specs": specs}))
+    two = dataclasses.replace(one, instance_id="acme__layered-2", base_commit=second)
+    env1 = python_env(one)
+    layer = dependency_layer(one)
+    ready = (layer / ".ha-ready").stat().st_mtime_ns
+    env2 = python_env(two)
+    assert env1 != env2 and dependency_layer(two) == layer
+    assert (layer / ".ha-ready").read_text() == "acme__layered-1" and (layer / ".ha-ready").stat().st_mtime_ns == ready
+    for env in (env1, env2):
+        assert json.loads((env / "ha-build.json").read_text())["layer"] == layer.name
+        assert not (env / LAYER_REPORT).exists()
+
+    def dists(prefix):
+        out = subprocess.run([str(prefix / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+                             capture_output=True, text=True, check=True).stdout
+        return {d["name"].lower(): d["version"] for d in json.loads(out)}
+    assert dists(env1)["acme"] == "1.0" and dists(env2)["acme"] == "1.1"
+    assert dists(env1)["iniconfig"] == dists(env2)["iniconfig"] == "2.0.0"
+    assert "acme" not in dists(layer) and dists(layer)["iniconfig"] == "2.0.0"  # the instances' installs stay theirs
+    for env in (env1, env2):  # the scripts run the instance's python, not the layer's
+        for script in (env / "bin").iterdir():
+            if script.is_file() and not script.is_symlink() and script.read_bytes().startswith(b"#!"):
+                assert str(layer) not in script.read_text(), script
+
+
 def test_import_roots_found_from_the_installed_files(tmp_path):
     """ansible keeps its package in lib/, flask in src/, requests at the top; a vendored copy deeper
     down never wins."""
