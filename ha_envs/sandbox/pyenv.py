@@ -4,7 +4,9 @@ For a task whose ``environment.extra["specs"]`` come from ``swebench<5`` (or, fo
 from Scale's Dockerfiles: ``grading/pro.py``), build once (cached by
 content under ``$HA_CACHE_DIR/envs``) an interpreter prefix copied from the matching pyenv one (not a
 venv: see ``_copy_prefix``), with the spec's
-packages and the repository installed with its dependencies. The work copy's import roots (found
+packages and the repository installed with its dependencies. The spec's packages form a dependency
+layer (``dependency_layer``) that the instances of one repository version share, as swebench's
+instance images share an environment image; each instance copies it and installs its own commit. The work copy's import roots (found
 from the files the repository's distribution installed: ``src/``, ``lib/``, the top level) go first
 on ``PYTHONPATH``, so the code under test is always the agent's (or the grader's) copy, never the
 installed one, while entry points and metadata stay; this also sidesteps PEP 660 editable installs,
