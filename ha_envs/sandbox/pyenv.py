@@ -89,11 +89,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     # for the repository's own build only (a dependency built from source would take it too).
     repo_env = dict(os.environ, SETUPTOOLS_SCM_PRETEND_VERSION=_release(str(task.metadata.get("version", "0"))))
     run = _runner(task, log)
-    pip = plain = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    cutoff, _ = pypi_cutoff(task, specs)
-    if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):
-        plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
-        pip = plain + cutoff_args(cutoff, specs)
+    pip, _ = _installers(tmp, pypi_cutoff(task, specs)[0], specs)
     snapshot = prepare_snapshot(task)
     for rel in specs.get("requirements_files") or ():
         if (snapshot.path / rel).is_file():  # requirement files of the repository at its base commit
@@ -181,6 +177,19 @@ def dependency_layer(task: Any, specs: dict[str, Any] | None = None) -> Path:
     return layer
 
 
+def _installers(prefix: Path, cutoff: str | None, specs: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(pip, plain): the install commands for ``prefix``. Under a PyPI date, ``pip`` reads only
+    releases uploaded before it (uv does this natively; it drives Python 3.7 and later) and ``plain``
+    reads PyPI as of today, for the spec's pinned packages (swebench pinned them when it built its
+    images, later than that date), unless the date is the spec's own; else both are pip."""
+    plain = [str(prefix / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if not cutoff or str(specs["python"]) in ("2.7", "3.5", "3.6"):
+        return plain, plain
+    plain = [_uv(), "pip", "install", "-q", "--python", str(prefix / "bin" / "python")]
+    pip = plain + cutoff_args(cutoff, specs)
+    return pip, pip if specs.get("pypi_cutoff") else plain
+
+
 def _runner(task: Any, log: list[str]):
     def run(args: list[str], check: bool = True, env: dict[str, str] | None = None) -> str | None:
         """None on success, else the error (raised when ``check``)."""
@@ -204,15 +213,9 @@ def _build_layer(task: Any, specs: dict[str, Any], layer: Path, reqs: Any, cutof
     log: list[str] = []
     run = _runner(task, log)
     _copy_prefix(base, tmp)
-    pip = plain = [str(tmp / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip, plain = _installers(tmp, cutoff, specs)
     report: dict[str, Any] = {"requirements": None, "notes": [], "problems": []}
-    if cutoff and str(specs["python"]) not in ("2.7", "3.5", "3.6"):  # uv drives Python 3.7 and later
-        # Only releases uploaded before ``cutoff``; uv does this natively. The spec's pinned packages are
-        # installed without it (swebench pinned them when it built its images, later than that date).
-        plain = [_uv(), "pip", "install", "-q", "--python", str(tmp / "bin" / "python")]
-        pip = plain + cutoff_args(cutoff, specs)
-        if specs.get("pypi_cutoff"):
-            plain = pip
+    if "--exclude-newer" in pip:
         report["notes"].append(f"PyPI as of {cutoff} ({why})")
 
     def install_all(lines: list[str], constraints: list[str]) -> None:
