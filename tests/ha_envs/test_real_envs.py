@@ -216,6 +216,52 @@ def test_instances_of_one_version_share_a_dependency_layer(real_task, tmp_path, 
                 assert str(layer) not in script.read_text(), script
 
 
+@pytest.mark.abuse
+def test_code_under_test_cannot_poison_the_shared_environment(real_task):
+    """An attack on the shared layers: a patch without the fix whose module, imported by the tests
+    during grading, drops a ``.pth`` that monkeypatches the function into the environment's
+    site-packages, the standard library, and the dependency layer every instance of the version
+    copies. Were any writable, the next grading (of this patch, of the empty one, of another
+    instance) would pass without a fix. The sandbox shows the environment read-only and the layer
+    not at all: nothing is written, and the empty patch still earns nothing."""
+    import hashlib
+    import os as host_os
+
+    from ha_envs.sandbox.pyenv import dependency_layer
+
+    env, layer = python_env(real_task), dependency_layer(real_task)
+    stdlib = env / "lib" / "python3.9"
+    targets = [env / "lib" / "python3.9" / "site-packages", stdlib, layer / "lib" / "python3.9" / "site-packages",
+               layer / "lib" / "python3.9"]
+    os_py = hashlib.sha256((stdlib / "os.py").read_bytes()).hexdigest()
+    poison = ("import os as _os\n"
+              f"for _d in {[str(t) for t in targets]!r} + [_os.path.dirname(_os.__file__)]:\n"
+              "    try:\n"
+              "        with open(_os.path.join(_d, 'ha_pwn.pth'), 'w') as _f:\n"
+              "            _f.write('import acme; acme.double = lambda x: x * 2\\n')\n"
+              "    except OSError:\n"
+              "        pass\n"
+              "    try:\n"
+              "        open(_os.path.join(_d, 'os.py'), 'a').close()\n"
+              "    except OSError:\n"
+              "        pass\n")
+    init = subprocess.run(["git", "show", f"{real_task.base_commit}:acme/__init__.py"], capture_output=True, text=True,
+                          cwd=host_os.environ["HA_REPOS_DIR"] + "/acme+calc/repo", check=True).stdout
+    lines = [f"+{l}" for l in poison.splitlines()]
+    patch = (f"diff --git a/acme/__init__.py b/acme/__init__.py\n--- a/acme/__init__.py\n+++ b/acme/__init__.py\n"
+             f"@@ -1,{len(init.splitlines())} +1,{len(init.splitlines()) + len(lines)} @@\n"
+             + "\n".join(lines + [f" {l}" for l in init.splitlines()]) + "\n")
+    g = Grader()
+    first = g.grade(real_task, patch)
+    assert first.status != "patch_failed", first.error
+    assert not first.resolved and first.reward == 0.0
+    assert not g.grade(real_task, "").resolved
+    assert not g.grade(real_task, patch).resolved  # the same patch again: nothing carried over
+    for d in targets:
+        assert not (d / "ha_pwn.pth").exists(), d
+    assert hashlib.sha256((stdlib / "os.py").read_bytes()).hexdigest() == os_py
+
+
 def test_import_roots_found_from_the_installed_files(tmp_path):
     """ansible keeps its package in lib/, flask in src/, requests at the top; a vendored copy deeper
     down never wins."""
