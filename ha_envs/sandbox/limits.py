@@ -183,31 +183,45 @@ class Limits:
     def release(self) -> None:
         """Kill what is left in the cgroups and remove them."""
         for d in self.dirs:
-            procs = d / "cgroup.procs"
-            for _ in range(50):
-                try:
-                    pids = [int(p) for p in procs.read_text().split()]
-                except OSError:
-                    break
-                if not pids:
-                    break
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                time.sleep(0.02)
-            for _ in range(50):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            empty_and_remove(d)
         self.dirs = []
         self.procs_file = None
         self.pids_current = None
+
+
+def empty_and_remove(cg: Path, wait_s: float = 10.0) -> bool:
+    """Kill every process in cgroup ``cg`` and remove it; True once it is gone. A killed process
+    leaves its cgroup only when the kernel has reaped it, so an ``rmdir`` right after ``SIGKILL``
+    can meet ``EBUSY`` on a loaded machine: this waits (up to ``wait_s``) for the cgroup to empty."""
+    kill_file = cg / "cgroup.kill"
+    if kill_file.exists():
+        try:
+            kill_file.write_text("1")
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            pids = [int(p) for p in (cg / "cgroup.procs").read_text().split()]
+        except FileNotFoundError:
+            return True
+        except OSError:
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            cg.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                log.debug("cannot remove cgroup %s: %s", cg, exc)
+                return False
+        time.sleep(0.02)
 
 
 class DiskWatch:

@@ -9,10 +9,11 @@ import logging
 import os
 import re
 import shutil
-import signal
 import tempfile
 import threading
 from pathlib import Path
+
+from .limits import _own_cgroups, empty_and_remove
 
 log = logging.getLogger(__name__)
 _OWNED = re.compile(r"^(?:ha-sbx|ha-grade)-(\d+)-")
@@ -40,8 +41,6 @@ def pid_alive(pid: int) -> bool:
 def _cgroup_dirs() -> list[Path]:
     """Where this package's cgroups can be: the v1 pids/memory hierarchies and the v2 tree, at the
     top and under this process's own cgroup."""
-    from .limits import _own_cgroups
-
     own = _own_cgroups()
     roots = []
     for ctrl, mount in (("pids", Path("/sys/fs/cgroup/pids")), ("memory", Path("/sys/fs/cgroup/memory")),
@@ -74,16 +73,8 @@ def reap(tmp: str | None = None) -> dict[str, int]:
             m = _CGROUP.match(cg.name)
             if not m or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
                 continue
-            try:
-                for pid in (cg / "cgroup.procs").read_text().split():
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                cg.rmdir()
+            if empty_and_remove(cg):
                 removed["cgroups"] += 1
-            except OSError as exc:
-                log.debug("cannot remove cgroup %s: %s", cg, exc)
     if removed["dirs"] or removed["cgroups"]:
         log.info("removed leftovers of dead runs: %d directories, %d cgroups", removed["dirs"], removed["cgroups"])
     return removed
