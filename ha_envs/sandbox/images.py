@@ -298,38 +298,52 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
         return tag
 
 
-NODE_MODULES_IN_IMAGE = "/opt/ha-node/node_modules"
-
-
 def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
-    """``base`` + this machine's Node.js and npm (/usr/local) + the task's node_modules."""
-    from .nodeenv import nested_node_modules, node_runtime
+    """``base`` + this machine's Node.js, npm and corepack (/usr/local) + the task's node env, at the
+    path it has on this machine: a workspace's package node_modules and the links between them are
+    absolute (``nodeenv._retarget_links``), so they resolve in the image as they do in the local
+    sandbox. When the env holds the pnpm / yarn release corepack installed it with, the image gets
+    corepack's shims and reads that release offline."""
+    from .nodeenv import COREPACK_DIR, NESTED_LIST, corepack_runtime, node_runtime
 
-    if nested_node_modules(node_modules):
-        raise SandboxError("a workspace's node environment (packages with node_modules of their own, linked by "
-                           "absolute paths) runs in the local sandbox only; the Docker image holds one node_modules")
     runtime = node_runtime()
     if runtime is None:
         raise SandboxError("Node.js and npm are needed on this machine to build a JavaScript environment image")
     node, npm_dir = runtime
-    key = f"{_image(client, base).id}|{node_modules}|{node}|{npm_dir}"
+    env = node_modules.parent
+    corepack_home = env / COREPACK_DIR if (env / COREPACK_DIR).is_dir() else None
+    corepack = corepack_runtime() if corepack_home is not None else None
+    if corepack_home is not None and corepack is None:
+        raise SandboxError(f"{env} was installed with a corepack release (pnpm / yarn) and this machine has no corepack "
+                           "to copy into the environment image")
+    key = f"{_image(client, base).id}|{env}|{node}|{npm_dir}|{corepack}"
     tag = f"harnessadapt/env:node-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
+        parts = [("/usr/local/bin", lambda: _tar_file(node, "node")),
+                 ("/usr/local/lib/node_modules", lambda: _tar_dir(npm_dir, "npm"))]
+        parts += [(str(env), (lambda p=p: _tar_dir(env / p, p))) for p in ("node_modules", "nested", COREPACK_DIR, NESTED_LIST)
+                  if (env / p).exists()]
+        shims = "ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && " \
+                "ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && "
+        changes = [f"LABEL {LABEL}.node_modules={node_modules}"]
+        if corepack is not None:
+            parts.append(("/usr/local/lib/node_modules", lambda: _tar_dir(corepack, "corepack")))
+            shims += "ln -sf ../lib/node_modules/corepack/dist/corepack.js /usr/local/bin/corepack && " \
+                     "corepack enable --install-directory /usr/local/bin && "
+            changes += [f"ENV COREPACK_HOME={corepack_home}", "ENV COREPACK_ENABLE_DOWNLOAD_PROMPT=0",
+                        "ENV COREPACK_ENABLE_NETWORK=0"]
         with _building(client, base) as c:
-            c.exec_run(["mkdir", "-p", "/usr/local/bin", "/usr/local/lib/node_modules", "/opt/ha-node"])
-            for dest, make in (("/usr/local/bin", lambda: _tar_file(node, "node")),
-                               ("/usr/local/lib/node_modules", lambda: _tar_dir(npm_dir, "npm")),
-                               ("/opt/ha-node", lambda: _tar_dir(node_modules, "node_modules"))):
+            c.exec_run(["mkdir", "-p", "/usr/local/bin", "/usr/local/lib/node_modules", str(env)])
+            for dest, make in parts:
                 if not c.put_archive(dest, make()):
                     raise SandboxError(f"could not copy Node.js files into {dest} of the image")
-            rc, out = c.exec_run(["sh", "-c", "ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && "
-                                  "ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && node --version"])
+            rc, out = c.exec_run(["sh", "-c", shims + "node --version"])
             if rc != 0:
                 raise SandboxError(f"this machine's Node.js does not run in {base}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
-            _commit(c, tag, [f"LABEL {LABEL}.node_modules={NODE_MODULES_IN_IMAGE}"])
+            _commit(c, tag, changes)
         return tag
 
 
@@ -370,8 +384,11 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
             if rc != 0:
                 raise SandboxError(f"git is missing or broken in {env}: {out.decode(errors='replace')[:300]}")
             if f"{LABEL}.node_modules" in labels:
-                c.exec_run(["sh", "-c", f"ln -sfn {NODE_MODULES_IN_IMAGE} {workdir}/node_modules && "
-                                        f"echo /node_modules >> {workdir}/.git/info/exclude"])
+                from .nodeenv import link_script
+
+                rc, out = c.exec_run(["sh", "-c", link_script(workdir, Path(labels[f"{LABEL}.node_modules"]))])
+                if rc != 0:
+                    raise SandboxError(f"could not link the node env into {workdir}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
             _commit(c, tag, [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])
         return tag, snapshot

@@ -5,12 +5,13 @@ For a task whose ``swebench<5`` specs install with a package manager (``npm inst
 ``yarn``, ``pnpm``), the install runs once on the host, with network, in a throwaway copy of the
 task's snapshot; the resulting ``node_modules`` is kept under ``$HA_CACHE_DIR/envs`` (locked, keyed
 by repository, base commit and commands). Sandboxes then see it through a ``node_modules`` symlink
-in the work copy (read-only under bubblewrap; copied into the Docker environment image together
-with this machine's Node.js and npm). The work copy stays the agent's: git ignores the link.
+in the work copy (read-only under bubblewrap; copied into the Docker environment image, at the
+path it has here, together with this machine's Node.js, npm and corepack). The work copy stays the
+agent's: git ignores the link.
 
 Workspaces (pnpm, npm, yarn monorepos) get a ``node_modules`` in packages too: every one is kept,
 and links that leave their own tree (to a workspace package, to the root's ``.pnpm``) are made
-absolute, into the env or the sandbox's work copy (``_retarget_links``).
+absolute, into the env or the sandbox's work copy (``_retarget_links``); both sandboxes run them.
 
 C and C++ instances need no install here (their ``build`` steps run at grading: ``TestSpec.
 build_command``). Go, Rust, Java, PHP and Ruby fetch their dependencies from registries this machine
@@ -24,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -169,8 +171,7 @@ def nested_node_modules(node_modules: Path) -> list[str]:
 def link_node_modules(work_copy: Path, node_modules: Path | str) -> None:
     """``work_copy/node_modules`` (and each workspace package's) -> the shared install, ignored by
     git (idempotent)."""
-    node_modules = Path(node_modules)
-    pairs = [("", node_modules)] + [(rel, _kept_at(node_modules.parent, rel)) for rel in nested_node_modules(node_modules)]
+    pairs = _links(Path(node_modules))
     exclude = work_copy / ".git" / "info" / "exclude"
     text = exclude.read_text() if exclude.is_file() else ""
     for rel, target in pairs:
@@ -188,6 +189,32 @@ def link_node_modules(work_copy: Path, node_modules: Path | str) -> None:
             text += ("" if text.endswith("\n") or not text else "\n") + entry
     if exclude.parent.is_dir():
         exclude.write_text(text)
+
+
+def _links(node_modules: Path) -> list[tuple[str, Path]]:
+    """(repository directory, the env's node_modules for it): the root's, then each workspace package's."""
+    return [("", node_modules)] + [(rel, _kept_at(node_modules.parent, rel)) for rel in nested_node_modules(node_modules)]
+
+
+def link_script(workdir: str, node_modules: Path) -> str:
+    """``link_node_modules`` as a shell script, for a work copy at ``workdir`` in an image whose env
+    sits where ``node_modules`` sits on this machine (``images._node_env_image``)."""
+    lines = []
+    for rel, target in _links(node_modules):
+        where = f"{workdir.rstrip('/')}/{rel}" if rel else workdir.rstrip("/")
+        entry = f"/{rel}/node_modules" if rel else "/node_modules"
+        link = shlex.quote(where + "/node_modules")
+        lines.append(f"if [ -d {shlex.quote(where)} ]; then rm -rf {link} && ln -s {shlex.quote(str(target))} {link} && echo {shlex.quote(entry)} >> "
+                     f"{shlex.quote(workdir.rstrip('/') + '/.git/info/exclude')} || exit 1; fi")
+    return "\n".join(lines) + "\n"
+
+
+def corepack_runtime() -> Path | None:
+    """This machine's corepack package directory (copied into Docker env images with Node.js)."""
+    corepack = shutil.which("corepack")
+    if not corepack:
+        return None
+    return Path(os.path.realpath(corepack)).parent.parent  # .../corepack/dist/corepack.js -> .../corepack
 
 
 def node_runtime() -> tuple[Path, Path] | None:

@@ -393,7 +393,7 @@ def workspace_task(tmp_path_factory):
                                                                 "test_cmd": ["node --test packages/a/test/"]}}))
 
 
-def test_a_workspace_env_keeps_every_node_modules_and_its_links(workspace_task):
+def test_a_workspace_env_keeps_every_node_modules_and_its_links_in_both_sandboxes(workspace_task):
     from ha_envs.sandbox.nodeenv import nested_node_modules, node_env
 
     nm = node_env(workspace_task)
@@ -416,6 +416,99 @@ def test_a_workspace_env_keeps_every_node_modules_and_its_links(workspace_task):
     gold = g.grade(workspace_task, workspace_task.gold_patch)
     assert gold.resolved, gold.log_tail
     empty = g.grade(workspace_task, "")
+    assert not empty.resolved and empty.fail_to_pass == {"quad of 3": "FAILED"}
+
+    # the Docker sandbox: the env sits in the image where it sits here, so the same absolute links hold
+    require_docker()
+    sb = make_sandbox("docker", workspace_task, warm=0)
+    try:
+        sb.start()
+        got = sb.run("node -e \"const a = require('./packages/a'); console.log(a.quad(1), a.msVersion, "
+                     "require('ms/package.json').version)\"")
+        assert got.output.strip() == "7 2.0.0 2.1.3", got.output
+        assert sb.run("readlink packages/a/node_modules").output.strip() == str(nm.parent / "nested/packages/a/node_modules")
+        assert sb.run("git status --porcelain").output.strip() == ""
+        sb.run("sed -i 's/x + x + 1/x + x/' packages/b/index.js")
+        assert sb.run("node -e \"console.log(require('./packages/a').quad(1))\"").output.strip() == "4"
+        assert "node_modules" not in sb.diff()
+    finally:
+        sb.close()
+    remote = Grader(docker_sandbox_factory())
+    gold = remote.grade(workspace_task, workspace_task.gold_patch)
+    assert gold.resolved, gold.log_tail
+    empty = remote.grade(workspace_task, "")
+    assert not empty.resolved and empty.fail_to_pass == {"quad of 3": "FAILED"}
+
+
+@pytest.fixture(scope="module")
+def pnpm_task(tmp_path_factory):
+    """A pnpm workspace whose ``packageManager`` release corepack installs (as vuejs/core's): package
+    ``a`` links ``b`` (``workspace:*``) and its own ``ms`` into the root's ``.pnpm`` store, and the
+    tests run through ``pnpm``, which the offline sandbox must have from the env."""
+    require_npm()
+    if shutil.which("corepack") is None:
+        if os.environ.get("CI"):
+            pytest.fail("corepack (Node.js) is missing but CI is set")
+        pytest.skip("no corepack here")
+    root = tmp_path_factory.mktemp("pnpmws")
+    b_index = "function double(x) {\n  return x + x + 1;\n}\n\nmodule.exports = { double };\n"
+    base, diff = upstream(root, {
+        "package.json": '{"name": "ws", "private": true, "packageManager": "pnpm@8.15.9", '
+                        '"scripts": {"test": "node --test packages/a/test/"}, "dependencies": {"ms": "2.1.3"}}\n',
+        "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
+        ".gitignore": "node_modules/\n",
+        "packages/a/package.json": '{"name": "a", "version": "1.0.0", "dependencies": {"b": "workspace:*", "ms": "2.0.0"}}\n',
+        "packages/a/index.js": "const { double } = require('b');\n\n"
+                               "module.exports = { quad: (x) => double(double(x)), msVersion: require('ms/package.json').version };\n",
+        "packages/b/package.json": '{"name": "b", "version": "1.0.0"}\n',
+        "packages/b/index.js": b_index,
+        "packages/a/test/visible.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+                                           "test('a sees its own ms', () => { assert.strictEqual(require('..').msVersion, '2.0.0'); });\n",
+    }, "acme/pnpmws")
+    gold = diff(lambda w: (w / "packages" / "b" / "index.js").write_text(b_index.replace(" + 1;", ";")))
+    hidden = diff(lambda w: (w / "packages" / "a" / "test" / "quad.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { quad } = require('..');\n\n"
+        "test('quad of 3', () => { assert.strictEqual(quad(3), 12); });\n"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
+        # this machine's npm registry serves no signing keys (VALIDATION.md, vuejs/core)
+        mp.setenv("COREPACK_INTEGRITY_KEYS", "0")
+        mp.setenv("COREPACK_ENABLE_DOWNLOAD_PROMPT", "0")
+        # the host's pnpm is corepack's shim (`corepack enable pnpm`, as VALIDATION.md sets up vuejs/core)
+        shims = root / "shims"
+        shims.mkdir()
+        subprocess.run(["corepack", "enable", "--install-directory", str(shims), "pnpm"], check=True)
+        mp.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+        yield Task(instance_id="acme__pnpmws-1", benchmark="swebench_multilingual", language="typescript",
+                   problem_statement="quad(3) is 15", repo="acme/pnpmws", base_commit=base, gold_patch=gold,
+                   tests=TestSpec(hidden, ("quad of 3",), ("a sees its own ms",), "pnpm test", "node_tap", timeout_s=300),
+                   environment=EnvironmentSpec(extra={"specs": {"install": ["pnpm install"],
+                                                                "test_cmd": ["pnpm test"]}}))
+
+
+def test_the_docker_sandbox_runs_a_pnpm_workspace_offline_with_the_envs_pnpm(pnpm_task):
+    """The image gets corepack's shims and the env's corepack home: ``pnpm`` is the release the env
+    was installed with, read without network, and the workspace's links hold."""
+    from ha_envs.sandbox.nodeenv import COREPACK_DIR, nested_node_modules, node_env
+
+    nm = node_env(pnpm_task)
+    assert nested_node_modules(nm) == ["packages/a"], nested_node_modules(nm)
+    assert (nm.parent / COREPACK_DIR).is_dir()
+    require_docker()
+    sb = make_sandbox("docker", pnpm_task, warm=0)
+    try:
+        sb.start()
+        assert sb.run("pnpm --version").output.strip().splitlines()[-1] == "8.15.9"
+        got = sb.run("node -e \"const a = require('./packages/a'); console.log(a.quad(1), a.msVersion, "
+                     "require('ms/package.json').version)\"")
+        assert got.output.strip() == "7 2.0.0 2.1.3", got.output
+        assert sb.run("git status --porcelain").output.strip() == ""
+    finally:
+        sb.close()
+    remote = Grader(docker_sandbox_factory())
+    gold = remote.grade(pnpm_task, pnpm_task.gold_patch)
+    assert gold.resolved, gold.log_tail
+    empty = remote.grade(pnpm_task, "")
     assert not empty.resolved and empty.fail_to_pass == {"quad of 3": "FAILED"}
 
 
