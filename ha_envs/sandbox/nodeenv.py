@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import SandboxError
-from .workcopy import cache_root, make_work_copy, prepare_snapshot
+from .workcopy import cache_root, make_work_copy, mark_built, prepare_snapshot, touch
 
 NODE_ENV_FORMAT = 2
 _MANAGERS = ("npm", "yarn", "pnpm", "npx")
@@ -60,6 +60,7 @@ def node_env(task: Any) -> Path | None:
     key = hashlib.sha256(json.dumps([NODE_ENV_FORMAT, task.repo, task.base_commit, cmds]).encode()).hexdigest()[:12]
     env = cache_root() / "envs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', task.repo)}-node-{key}"
     if (env / ".ha-ready").is_file():
+        touch(env)
         return env / "node_modules"
     env.parent.mkdir(parents=True, exist_ok=True)
     with open(env.with_name(env.name + ".lock"), "w") as lock:
@@ -106,6 +107,7 @@ def _build(task: Any, cmds: list[str], env: Path) -> None:
     (tmp / "ha-build.log").write_text("\n".join(log))
     shutil.rmtree(env, ignore_errors=True)
     tmp.rename(env)
+    mark_built(env, "node-env", NODE_ENV_FORMAT)
     (env / ".ha-ready").write_text(task.instance_id)
 
 

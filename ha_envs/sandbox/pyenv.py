@@ -29,7 +29,7 @@ from typing import Any
 
 from .base import SandboxError
 from .requirements import repo_requirements
-from .workcopy import cache_root, prepare_snapshot
+from .workcopy import FORMAT_FILE, cache_root, mark_built, prepare_snapshot, touch
 
 
 ENV_FORMAT = 19
@@ -56,6 +56,7 @@ def python_env(task: Any) -> Path | None:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.repo)
     env = cache_root() / "envs" / f"{safe}-{specs['python']}-{key}"
     if (env / ".ha-ready").is_file():
+        touch(env)
         return env
     env.parent.mkdir(parents=True, exist_ok=True)
     with open(env.with_name(env.name + ".lock"), "w") as lock:
@@ -81,7 +82,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     report["layer"] = layer.name
     log: list[str] = [(layer / "ha-build.log").read_text() if (layer / "ha-build.log").is_file() else "",
                       f"# the dependency layer {layer}, then the instance {task.instance_id}"]
-    for f in ("ha-build.log", LAYER_REPORT, ".ha-ready", "ha-requirements.txt", "ha-constraints.txt"):
+    for f in ("ha-build.log", LAYER_REPORT, ".ha-ready", FORMAT_FILE, "ha-requirements.txt", "ha-constraints.txt"):
         (tmp / f).unlink(missing_ok=True)  # the layer's own records (hard links into it: never written)
     _fix_paths(tmp, layer, base)
 
@@ -140,6 +141,7 @@ def _build(task: Any, specs: dict[str, Any], env: Path) -> None:
     shutil.rmtree(env, ignore_errors=True)
     tmp.rename(env)
     _fix_paths(env, tmp, base)
+    mark_built(env, "python-env", ENV_FORMAT)
     (env / ".ha-ready").write_text(task.instance_id)
 
 
@@ -168,6 +170,7 @@ def dependency_layer(task: Any, specs: dict[str, Any] | None = None) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.repo)
     layer = cache_root() / "envs" / "layers" / f"{safe}-{specs['python']}-{key}"
     if (layer / ".ha-ready").is_file():
+        touch(layer)
         return layer
     layer.parent.mkdir(parents=True, exist_ok=True)
     with open(layer.with_name(layer.name + ".lock"), "w") as lock:
@@ -252,6 +255,7 @@ def _build_layer(task: Any, specs: dict[str, Any], layer: Path, reqs: Any, cutof
     shutil.rmtree(layer, ignore_errors=True)
     tmp.rename(layer)
     _fix_paths(layer, tmp, base)
+    mark_built(layer, "python-layer", ENV_FORMAT)
     (layer / ".ha-ready").write_text(task.instance_id)
 
 

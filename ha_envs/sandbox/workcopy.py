@@ -65,12 +65,33 @@ def cache_root() -> Path:
     return root
 
 
+FORMAT_FILE = ".ha-format"
+"""What built a cache entry (its kind and its builder's format): ``cache.py`` tells stale entries by it."""
+
+
+def mark_built(path: Path, kind: str, fmt: int) -> None:
+    """Record what built ``path`` (its kind and the builder's format); a snapshot keeps it in ``.git``."""
+    where = path / ".git" if kind == "snapshot" else path
+    target = where / FORMAT_FILE
+    target.unlink(missing_ok=True)  # a copied layer's record may be a hard link into the layer
+    target.write_text(json.dumps({"kind": kind, "format": fmt}) + "\n")
+
+
+def touch(path: Path) -> None:
+    """Note that ``path`` was used now (its directory's mtime); a read-only cache is left as it is."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
 def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
     """The task's snapshot, built on first use and reused after (keyed by the task's content)."""
     key = _snapshot_key(task)
     dest = cache_root() / "snapshots" / f"{_safe(task.instance_id)}-{key}"
     marker = dest / ".git" / "ha-base"
     if marker.is_file():
+        touch(dest)
         return Snapshot(dest, marker.read_text().strip())
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=dest.parent))
@@ -79,6 +100,7 @@ def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
             base = _snapshot_from_dir(Path(task.source_dir), tmp / "repo")
         else:
             base = _snapshot_from_repo(task, tmp / "repo", repos_dir)
+        mark_built(tmp / "repo", "snapshot", SNAPSHOT_FORMAT)
         (tmp / "repo" / ".git" / "ha-base").write_text(base + "\n")
         try:
             os.rename(tmp / "repo", dest)

@@ -3,6 +3,7 @@ environment inside a Docker image; the code under test is always the work copy."
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -174,9 +175,8 @@ def test_instances_of_one_version_share_a_dependency_layer(real_task, tmp_path, 
     installed once (one layer, built for the first), each environment installs its own commit of
     the repository on a copy, and neither install reaches the layer."""
     import dataclasses
-    import json
 
-    from ha_envs.sandbox.pyenv import LAYER_REPORT, dependency_layer
+    from ha_envs.sandbox.pyenv import ENV_FORMAT, LAYER_REPORT, dependency_layer
 
     files = {"setup.py": "from setuptools import setup\nsetup(name='acme', version='1.0', packages=['acme'], "
                          "install_requires=['iniconfig==2.0.0'])\n",
@@ -202,6 +202,10 @@ def test_instances_of_one_version_share_a_dependency_layer(real_task, tmp_path, 
     for env in (env1, env2):
         assert json.loads((env / "ha-build.json").read_text())["layer"] == layer.name
         assert not (env / LAYER_REPORT).exists()
+        # each records what built it (``ha cache`` tells stale entries by it), the env its own record
+        assert json.loads((env / ".ha-format").read_text()) == {"kind": "python-env", "format": ENV_FORMAT}
+        assert (env / ".ha-format").stat().st_ino != (layer / ".ha-format").stat().st_ino
+    assert json.loads((layer / ".ha-format").read_text()) == {"kind": "python-layer", "format": ENV_FORMAT}
 
     def dists(prefix):
         out = subprocess.run([str(prefix / "bin" / "python"), "-m", "pip", "list", "--format=json"],
@@ -325,10 +329,11 @@ def js_task(tmp_path_factory):
 
 
 def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
-    from ha_envs.sandbox.nodeenv import node_env
+    from ha_envs.sandbox.nodeenv import NODE_ENV_FORMAT, node_env
 
     nm = node_env(js_task)
     assert (nm / "ms" / "package.json").is_file() and node_env(js_task) == nm  # built once, cached
+    assert json.loads((nm.parent / ".ha-format").read_text()) == {"kind": "node-env", "format": NODE_ENV_FORMAT}
     sb = make_sandbox("local", js_task)
     try:
         sb.start()
@@ -554,7 +559,6 @@ def compiled_task(real_task, tmp_path_factory):
 
 
 def test_compiled_extensions_are_in_every_work_copy_and_never_in_a_patch(compiled_task):
-    import json
     import re
 
     from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
