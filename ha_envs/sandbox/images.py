@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -327,12 +328,12 @@ def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
                   if (env / p).exists()]
         shims = "ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && " \
                 "ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && "
-        changes = [f"LABEL {LABEL}.node_modules={node_modules}"]
+        changes = [f"LABEL {LABEL}.node_modules={json.dumps(str(node_modules))}"]  # quoted: a cache path may hold spaces
         if corepack is not None:
             parts.append(("/usr/local/lib/node_modules", lambda: _tar_dir(corepack, "corepack")))
             shims += "ln -sf ../lib/node_modules/corepack/dist/corepack.js /usr/local/bin/corepack && " \
                      "corepack enable --install-directory /usr/local/bin && "
-            changes += [f"ENV COREPACK_HOME={corepack_home}", "ENV COREPACK_ENABLE_DOWNLOAD_PROMPT=0",
+            changes += [f"ENV COREPACK_HOME={json.dumps(str(corepack_home))}", "ENV COREPACK_ENABLE_DOWNLOAD_PROMPT=0",
                         "ENV COREPACK_ENABLE_NETWORK=0"]
         with _building(client, base) as c:
             c.exec_run(["mkdir", "-p", "/usr/local/bin", "/usr/local/lib/node_modules", str(env)])
