@@ -65,7 +65,7 @@ class Entry:
 
 
 def _tree_bytes(root: Path) -> int:
-    return tree_bytes(str(root)) + (root.lstat().st_blocks * 512 if root.exists() else 0)
+    return tree_bytes(str(root)) + root.lstat().st_blocks * 512
 
 
 def _record(path: Path, snapshot: bool) -> dict | None:
@@ -117,9 +117,13 @@ def scan(root: Path | None = None, sizes: bool = True) -> list[Entry]:
         for path in children:
             if parent.name == "envs" and path.name == "layers":
                 continue
-            kind, fmt, status, why = _classify(path, snapshot, formats)
-            out.append(Entry(str(path), kind, _tree_bytes(path) if sizes else 0, path.stat().st_mtime, fmt,
-                             status, why))
+            try:
+                kind, fmt, status, why = _classify(path, snapshot, formats)
+                out.append(Entry(str(path), kind, _tree_bytes(path) if sizes else 0, path.stat().st_mtime, fmt,
+                                 status, why))
+            except FileNotFoundError:
+                continue  # a build finished (its .tmp renamed) or an entry was removed while we read
+
     return out
 
 
@@ -198,6 +202,8 @@ def _remove(path: Path, dry_run: bool) -> str:
             return ""
         shutil.rmtree(path)  # the lock file stays: a builder waiting on it must keep the same one
         return ""
+    except FileNotFoundError:
+        return ""  # gone already (another prune)
     except OSError as exc:
         return f"cannot remove it: {exc}"
     finally:
