@@ -179,6 +179,25 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_images_prune(args: argparse.Namespace) -> int:
+    from ha_envs.sandbox.cache import human
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import prune_images
+
+    removed, kept = prune_images(docker_client(), dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps({"removed": removed, "kept": kept, "dry_run": args.dry_run}, indent=2))
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    for o in removed:
+        print(f"{verb} {(o['tags'] or [o['id']])[0]}: made from {', '.join(o['gone'])}, gone")
+    for o in kept:
+        print(f"kept {(o['tags'] or [o['id']])[0]}: {o['reason']}")
+    print(f"{verb} {len(removed)} images, {len(kept)} kept (their sizes add to "
+          f"{human(sum(o['bytes'] for o in removed))}; layers shared with other images stay)")
+    return 0
+
+
 def cmd_cache_list(args: argparse.Namespace) -> int:
     from ha_envs.sandbox.cache import human, scan
 
@@ -395,6 +414,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source(p)
     p.add_argument("--base-only", action="store_true", help="only the base image")
     p.set_defaults(func=cmd_images_build)
+    p = images.add_parser("prune", help="remove environment and snapshot images whose cache entries are gone "
+                          "(after `ha cache prune`, or a test's temporary cache); never the base or an official image")
+    p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_images_prune)
 
     cache = sub.add_parser("cache", help="what the cache holds (snapshots, environments, layers), and pruning it"
                            ).add_subparsers(dest="cache_command", required=True)

@@ -83,6 +83,47 @@ def base_tag(packages: tuple[str, ...] = BASE_PACKAGES) -> str:
     return f"{BASE_REPO}:{BASE_SUITE}-{h}"
 
 
+FROM_LABEL = f"{LABEL}.from"
+"""The cache entries (host paths: an environment, a snapshot) an image was made from; an image whose
+entries are gone (``ha cache prune``, a test's temporary cache) is an orphan (``prune_images``)."""
+
+
+def _from_label(paths: list[str]) -> str:
+    return f"LABEL {FROM_LABEL}={json.dumps(json.dumps(paths))}"
+
+
+def prune_images(client: Any, dry_run: bool = False) -> tuple[list[dict], list[dict]]:
+    """Remove the images built from cache entries that are gone (derived images first); returns
+    (removed, kept with the reason: a container uses it, ...). The base image, official images and
+    images made before the label are never touched."""
+    import docker.errors
+
+    orphans = []
+    for image in client.images.list(filters={"label": FROM_LABEL}):
+        try:
+            made_from = json.loads((image.labels or {}).get(FROM_LABEL) or "[]")
+        except ValueError:
+            continue
+        gone = [p for p in made_from if not Path(p).exists()]
+        if gone:
+            orphans.append({"id": image.id, "tags": image.tags, "from": made_from, "gone": gone,
+                            "bytes": image.attrs.get("Size", 0)})
+    orphans.sort(key=lambda o: -len(o["from"]))  # a snapshot image (env + snapshot) before its env image
+    removed, kept = [], []
+    for o in orphans:
+        if dry_run:
+            removed.append(o)
+            continue
+        try:
+            for tag in o["tags"][1:]:
+                client.images.remove(tag, noprune=False)
+            client.images.remove(o["tags"][0] if o["tags"] else o["id"], noprune=False)
+            removed.append(o)
+        except docker.errors.APIError as exc:
+            kept.append(dict(o, reason=str(getattr(exc, "explanation", None) or exc)[:300]))
+    return removed, kept
+
+
 def image_exists(client: Any, tag: str) -> bool:
     import docker.errors
 
@@ -294,7 +335,7 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
             c.stop(timeout=1)
             pythonpath = import_roots(prepare_snapshot(task).path, task.environment.workdir, venv)
             _commit(c, tag, [f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                             f"ENV VIRTUAL_ENV={venv}"]
+                             f"ENV VIRTUAL_ENV={venv}", _from_label([str(venv)])]
                     + ([] if workcopy_on_path(venv, task.environment.workdir) else [f"ENV PYTHONPATH={pythonpath}"]))
         return tag
 
@@ -328,7 +369,8 @@ def _node_env_image(client: Any, base: str, node_modules: Path) -> str:
                   if (env / p).exists()]
         shims = "ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && " \
                 "ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && "
-        changes = [f"LABEL {LABEL}.node_modules={json.dumps(str(node_modules))}"]  # quoted: a cache path may hold spaces
+        changes = [f"LABEL {LABEL}.node_modules={json.dumps(str(node_modules))}",  # quoted: a cache path may hold spaces
+                   _from_label([str(env)])]
         if corepack is not None:
             parts.append(("/usr/local/lib/node_modules", lambda: _tar_dir(corepack, "corepack")))
             shims += "ln -sf ../lib/node_modules/corepack/dist/corepack.js /usr/local/bin/corepack && " \
@@ -391,5 +433,10 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
                 if rc != 0:
                     raise SandboxError(f"could not link the node env into {workdir}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
-            _commit(c, tag, [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}"])
+            try:
+                made_from = json.loads(labels.get(FROM_LABEL) or "[]")
+            except ValueError:
+                made_from = []
+            _commit(c, tag, [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}",
+                             _from_label(made_from + [str(snapshot.path)])])
         return tag, snapshot

@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -443,6 +445,26 @@ def test_a_workspace_env_keeps_every_node_modules_and_its_links_in_both_sandboxe
     assert gold.resolved, gold.log_tail
     empty = remote.grade(workspace_task, "")
     assert not empty.resolved and empty.fail_to_pass == {"quad of 3": "FAILED"}
+
+    # once the env is gone from the cache, its env image and the snapshot image made on it are
+    # orphans: `ha images prune` removes both, the snapshot image first (docker refuses a parent)
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import env_image, image_exists, snapshot_image
+
+    client = docker_client()
+    env_tag, (snap_tag, _) = env_image(client, workspace_task), snapshot_image(client, workspace_task)
+    shutil.rmtree(nm.parent)
+    ha = Path(sys.executable).with_name("ha")
+    dry = json.loads(subprocess.run([str(ha), "images", "prune", "--dry-run", "--json"], capture_output=True,
+                                    text=True, check=True).stdout)
+    tags = [t for o in dry["removed"] for t in o["tags"]]
+    assert env_tag in tags and snap_tag in tags and tags.index(snap_tag) < tags.index(env_tag)
+    assert image_exists(client, env_tag) and image_exists(client, snap_tag)  # a dry run removes nothing
+    out = json.loads(subprocess.run([str(ha), "images", "prune", "--json"], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert not [o for o in out["kept"] if env_tag in o["tags"] or snap_tag in o["tags"]], out["kept"]
+    assert not image_exists(client, env_tag) and not image_exists(client, snap_tag)
+    assert image_exists(client, "harnessadapt/base:bookworm")
 
 
 @pytest.fixture(scope="module")
