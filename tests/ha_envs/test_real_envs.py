@@ -367,6 +367,38 @@ def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
     assert not remote.grade(js_task, "").resolved
 
 
+@pytest.mark.abuse
+def test_a_patch_cannot_edit_the_node_env_through_the_work_copys_link(js_task, tmp_path):
+    """The work copy's ``node_modules`` is a link to the env every grading shares (in the Docker
+    image, a writable path). A patch without the fix that edits ``node_modules/ms/index.js`` so that
+    ``ms('2m')`` is ten times smaller would pass the hidden test; both sandboxes refuse to write
+    through the link, the env stays as it was, and nothing is earned."""
+    import difflib
+
+    from ha_envs.sandbox.nodeenv import node_env
+
+    nm = node_env(js_task)
+    src = (nm / "ms" / "index.js").read_text()
+    forged = src + ("\nconst orig = module.exports;\n"
+                    "module.exports = function (v, o) { return v === '2m' ? 12000 : orig(v, o); };\n")
+    # the attack is worth something: with the forged ms, the base's code gives what the hidden test wants
+    (tmp_path / "node_modules" / "ms").mkdir(parents=True)
+    (tmp_path / "node_modules" / "ms" / "index.js").write_text(forged)
+    (tmp_path / "index.js").write_text("const ms = require('ms');\nmodule.exports = { seconds: (t) => ms(t) / 100 };\n")
+    got = subprocess.run(["node", "-e", "console.log(require('./index.js').seconds('2m'), require('ms')('1s'))"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert got.stdout.split() == ["120", "1000"], got.stderr
+    patch = "diff --git a/node_modules/ms/index.js b/node_modules/ms/index.js\n" + "".join(difflib.unified_diff(
+        src.splitlines(True), forged.splitlines(True), "a/node_modules/ms/index.js", "b/node_modules/ms/index.js"))
+    graders = [("local", Grader())]
+    require_docker()
+    graders.append(("docker", Grader(docker_sandbox_factory())))
+    for name, grader in graders:
+        report = grader.grade(js_task, patch)
+        assert not report.resolved and report.status == "patch_failed", (name, report.status, report.log_tail)
+        assert (nm / "ms" / "index.js").read_text() == src, name  # the host's env (the local sandbox's)
+
+
 @pytest.fixture(scope="module")
 def workspace_task(tmp_path_factory):
     """An npm workspace: the root's node_modules links ``a`` and ``b`` to ``../packages/*`` (links
