@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
+from ha_envs.sandbox.base import SandboxError
 from ha_envs.task import TaskError
 
 
@@ -223,11 +224,24 @@ def cmd_cache_prune(args: argparse.Namespace) -> int:
 
     if not (args.stale or args.partial or args.unused_days is not None or args.max_gb is not None):
         raise ValueError("say what to prune: --stale, --partial, --unused-days D and/or --max-gb G")
+    client = None
+    if args.images:
+        from ha_envs.sandbox.docker import docker_client
+
+        client = docker_client()  # before anything is removed: no daemon is an error, not half a prune
     res = prune(Path(args.cache_dir) if args.cache_dir else None, stale=args.stale, partial=args.partial,
                 unused_days=args.unused_days,
                 max_bytes=None if args.max_gb is None else int(args.max_gb * 1024 ** 3), dry_run=args.dry_run)
+    images: tuple[list[dict], list[dict]] = ([], [])
+    if client is not None:
+        from ha_envs.sandbox.images import prune_images
+
+        images = prune_images(client, dry_run=args.dry_run, gone=tuple(e.path for e in res.removed))
     if args.json:
-        print(json.dumps(dict(res.to_dict(), dry_run=args.dry_run), indent=2))
+        out = dict(res.to_dict(), dry_run=args.dry_run)
+        if client is not None:
+            out["images"] = {"removed": images[0], "kept": images[1]}
+        print(json.dumps(out, indent=2))
         return 0
     verb = "would remove" if args.dry_run else "removed"
     for e in res.removed:
@@ -236,6 +250,10 @@ def cmd_cache_prune(args: argparse.Namespace) -> int:
         print(f"kept {e.kind} {Path(e.path).name}: {why}")
     print(f"{verb} {len(res.removed)} entries, {human(res.freed_bytes)}; {len(res.kept)} kept "
           f"({human(sum(e.bytes for e in res.kept))})")
+    for o in images[0]:
+        print(f"{verb} image {(o['tags'] or [o['id']])[0]}: made from {', '.join(o['gone'])}")
+    for o in images[1]:
+        print(f"kept image {(o['tags'] or [o['id']])[0]}: {o['reason']}")
     return 0
 
 
@@ -434,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partial", action="store_true", help="builds that did not finish (killed runs)")
     p.add_argument("--unused-days", type=float, metavar="D", help="entries not used for D days")
     p.add_argument("--max-gb", type=float, metavar="G", help="the least recently used first, until G GiB are left")
+    p.add_argument("--images", action="store_true", help="then the Docker images made from what went (`ha images prune`)")
     p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_cache_prune)
@@ -561,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except (TaskError, ValueError, OSError) as exc:
+    except (TaskError, SandboxError, ValueError, OSError) as exc:  # SandboxError: no Docker daemon, ...
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2
 

@@ -8,8 +8,10 @@
   (``HA_OFFICIAL_IMAGES=auto|never|require``), else the environment is built.
 - **Snapshot images** (``harnessadapt/task:<id>-<key>``): an environment image plus the task's
   prepared work copy at ``/testbed`` (history ending at the base commit), committed once per task
-  and keyed by the environment image's id and the snapshot's content. Every episode's container
-  starts from one.
+  and keyed by the environment image's id and the snapshot's content and path (an image belongs to
+  one cache directory). Every episode's container starts from one.
+- Environment and snapshot images carry the cache entries they were made from (``FROM_LABEL``);
+  ``prune_images`` (``ha images prune``) removes those whose entries are gone.
 """
 
 from __future__ import annotations
@@ -92,10 +94,11 @@ def _from_label(paths: list[str]) -> str:
     return f"LABEL {FROM_LABEL}={json.dumps(json.dumps(paths))}"
 
 
-def prune_images(client: Any, dry_run: bool = False) -> tuple[list[dict], list[dict]]:
-    """Remove the images built from cache entries that are gone (derived images first); returns
-    (removed, kept with the reason: a container uses it, ...). The base image, official images and
-    images made before the label are never touched."""
+def prune_images(client: Any, dry_run: bool = False, gone: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
+    """Remove the images built from cache entries that are gone, or in ``gone`` (what a dry run of
+    ``cache.prune`` would remove), derived images first; returns (removed, kept with the reason: a
+    container uses it, ...). The base image, official images and images made before the label are
+    never touched."""
     import docker.errors
 
     orphans = []
@@ -104,9 +107,9 @@ def prune_images(client: Any, dry_run: bool = False) -> tuple[list[dict], list[d
             made_from = json.loads((image.labels or {}).get(FROM_LABEL) or "[]")
         except ValueError:
             continue
-        gone = [p for p in made_from if not Path(p).exists()]
-        if gone:
-            orphans.append({"id": image.id, "tags": image.tags, "from": made_from, "gone": gone,
+        missing = [p for p in made_from if p in gone or not Path(p).exists()]
+        if missing:
+            orphans.append({"id": image.id, "tags": image.tags, "from": made_from, "gone": missing,
                             "bytes": image.attrs.get("Size", 0)})
     orphans.sort(key=lambda o: -len(o["from"]))  # a snapshot image (env + snapshot) before its env image
     removed, kept = [], []
@@ -413,7 +416,8 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
 
     snapshot = with_built_files(prepare_snapshot(task), python_env(task))
     workdir = task.environment.workdir
-    tag = _task_tag(task, hashlib.sha256(f"{env_img.id}\n{snapshot.path.name}\n{workdir}".encode()).hexdigest()[:12])
+    # the snapshot's whole path: an image belongs to one cache, as its label says (prune_images)
+    tag = _task_tag(task, hashlib.sha256(f"{env_img.id}\n{snapshot.path}\n{workdir}".encode()).hexdigest()[:12])
     with _lock(tag):
         if image_exists(client, tag):
             return tag, snapshot

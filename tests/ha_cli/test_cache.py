@@ -155,3 +155,35 @@ def test_lock_of_a_stale_entry_stays_for_a_waiting_builder(cache):
     lock = old.with_name(old.name + ".lock")
     assert ha(cache, "prune", "--stale").returncode == 0
     assert not old.exists() and lock.is_file()
+
+
+def test_prune_with_images_takes_the_docker_images_made_from_what_went(cache):
+    """`ha cache prune --images`: the snapshot image of an entry the age rule removes goes with it
+    (the dry run names both and removes neither); an image made from a kept entry stays."""
+    from ha_envs.sandbox.base import SandboxError
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import build_base_image, image_exists, snapshot_image
+
+    try:
+        client = docker_client(timeout=30)
+    except SandboxError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"no Docker daemon but CI is set: {exc}")
+        pytest.skip(str(exc))
+    build_base_image(client)
+    tasks = {t.instance_id: t for t in load_suite("mini")}
+    old_tag, old = snapshot_image(client, tasks["mini__ttl_cache"])
+    new_tag, new = snapshot_image(client, tasks["mini__url_router"])
+    aged(old.path, 30)
+
+    dry = json.loads(ha(cache, "prune", "--unused-days", "7", "--images", "--dry-run", "--json").stdout)
+    assert [e["path"] for e in dry["removed"]] == [str(old.path)]
+    tags = [t for o in dry["images"]["removed"] for t in o["tags"]]
+    assert old_tag in tags and new_tag not in tags
+    assert old.path.is_dir() and image_exists(client, old_tag)
+
+    out = json.loads(ha(cache, "prune", "--unused-days", "7", "--images", "--json").stdout)
+    assert [e["path"] for e in out["removed"]] == [str(old.path)] and not old.path.exists()
+    assert old_tag in [t for o in out["images"]["removed"] for t in o["tags"]]
+    assert not image_exists(client, old_tag) and image_exists(client, new_tag) and new.path.is_dir()
+    client.images.remove(new_tag)
