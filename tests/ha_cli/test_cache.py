@@ -64,6 +64,8 @@ def test_list_names_each_entry_with_its_kind_format_and_status(cache):
     env_entry(cache, "acme-3.9-bbbb", "python-env", fmt - 1)
     env_entry(cache, "acme-3.9-cccc", "python-layer", fmt)
     (cache / "envs" / "acme-3.9-dddd.tmp").mkdir()
+    legacy = env_entry(cache, "acme-3.9-ffff", "python-env", fmt)
+    (legacy / FORMAT_FILE).unlink()  # built before builders recorded their format
 
     got = listing(cache)
     assert got[snap.path.name]["kind"] == "snapshot" and got[snap.path.name]["status"] == "ok"
@@ -73,8 +75,13 @@ def test_list_names_each_entry_with_its_kind_format_and_status(cache):
     assert got["acme-3.9-cccc"]["kind"] == "python-layer"
     assert got["acme-3.9-dddd.tmp"]["status"] == "partial"
     assert got["acme-3.9-aaaa"]["bytes"] >= 64 * 1024
+    assert (got["acme-3.9-ffff"]["status"], got["acme-3.9-ffff"]["format"]) == ("ok", None)
+    assert "not recorded" in got["acme-3.9-ffff"]["why"]
     text = ha(cache, "list").stdout
-    assert "5 entries" in text and "stale 1" in text and "partial 1" in text
+    assert "6 entries" in text and "stale 1" in text and "partial 1" in text
+    # --stale leaves an entry whose format it cannot know
+    assert [Path(e["path"]).name for e in json.loads(ha(cache, "prune", "--stale", "--json").stdout)["removed"]] \
+        == ["acme-3.9-bbbb"] and legacy.is_dir()
 
 
 def test_prune_stale_and_partial_spares_what_a_builder_holds(cache):
