@@ -32,7 +32,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
-    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory
+    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory, tests_need_network
     from ha_envs.validate import read_results, stratified_sample, summary_markdown, validate_tasks
 
     if args.retries < 0:
@@ -45,6 +45,12 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
         tasks = stratified_sample(tasks, args.sample, args.seed)
     done = read_results(Path(args.results)) if args.results else {}
     todo = [t for t in tasks if t.instance_id not in done]
+    if args.sandbox == "local" and args.workers > 1 and network is not False \
+            and any(network or tests_need_network(t) for t in todo):
+        print("ha tasks validate: note: the local sandbox grades with network in the host's network namespace, so "
+              f"{args.workers} concurrent gradings share one loopback and test suites that bind a fixed port "
+              "collide (their failures come out flaky; redis in benchmarks/VALIDATION.md): use --workers 1, "
+              "--network off or --sandbox docker for such suites", file=sys.stderr)
     if len(todo) < len(tasks):
         print(f"{len(tasks) - len(todo)} of {len(tasks)} already in {args.results}; validating the other {len(todo)}",
               file=sys.stderr)

@@ -240,6 +240,13 @@ def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path
     one = subprocess.run(cmd + ["--instances", "tiny__clamp"], capture_output=True, text=True)
     assert one.returncode == 0, one.stderr
     assert "0 of 1 already in" not in one.stderr and "[1/1] ok   tiny__clamp" in one.stderr, one.stderr
+    # Gradings with network in the local sandbox share the host's loopback: with two workers the CLI
+    # says so (redis' test servers collided on one port); offline (above) or one at a time, not.
+    assert "share one loopback" not in first.stderr
+    for workers, said in (("2", True), ("1", False)):
+        run = subprocess.run([str(HA), "tasks", "validate", "--jsonl", str(src), "--network", "on", "--workers", workers,
+                              "--instances", "tiny__clamp"], capture_output=True, text=True)
+        assert run.returncode == 0 and ("share one loopback" in run.stderr) == said, run.stderr
 
 
 def test_network_lines_are_found_anywhere_in_the_log():
