@@ -32,7 +32,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
-    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory, tests_need_network
+    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory, shared_loopback_note
     from ha_envs.validate import read_results, stratified_sample, summary_markdown, validate_tasks
 
     if args.retries < 0:
@@ -45,12 +45,9 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
         tasks = stratified_sample(tasks, args.sample, args.seed)
     done = read_results(Path(args.results)) if args.results else {}
     todo = [t for t in tasks if t.instance_id not in done]
-    if args.sandbox == "local" and args.workers > 1 and network is not False \
-            and any(network or tests_need_network(t) for t in todo):
-        print("ha tasks validate: note: the local sandbox grades with network in the host's network namespace, so "
-              f"{args.workers} concurrent gradings share one loopback and test suites that bind a fixed port "
-              "collide (their failures come out flaky; redis in benchmarks/VALIDATION.md): use --workers 1, "
-              "--network off or --sandbox docker for such suites", file=sys.stderr)
+    note = shared_loopback_note(args.sandbox, args.workers, todo, network)
+    if note:
+        print(f"ha tasks validate: {note}", file=sys.stderr)
     if len(todo) < len(tasks):
         print(f"{len(tasks) - len(todo)} of {len(tasks)} already in {args.results}; validating the other {len(todo)}",
               file=sys.stderr)
@@ -186,6 +183,14 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_images(verb: str, removed: list[dict], kept: list[dict]) -> None:
+    """The lines of an image prune (``prune_images``'s removed and kept)."""
+    for o in removed:
+        print(f"{verb} image {(o['tags'] or [o['id']])[0]}: made from {', '.join(o['gone'])}, gone")
+    for o in kept:
+        print(f"kept image {(o['tags'] or [o['id']])[0]}: {o['reason']}")
+
+
 def cmd_images_prune(args: argparse.Namespace) -> int:
     from ha_envs.sandbox.cache import human
     from ha_envs.sandbox.docker import docker_client
@@ -196,10 +201,7 @@ def cmd_images_prune(args: argparse.Namespace) -> int:
         print(json.dumps({"removed": removed, "kept": kept, "dry_run": args.dry_run}, indent=2))
         return 0
     verb = "would remove" if args.dry_run else "removed"
-    for o in removed:
-        print(f"{verb} {(o['tags'] or [o['id']])[0]}: made from {', '.join(o['gone'])}, gone")
-    for o in kept:
-        print(f"kept {(o['tags'] or [o['id']])[0]}: {o['reason']}")
+    _print_images(verb, removed, kept)
     print(f"{verb} {len(removed)} images, {len(kept)} kept (their sizes add to "
           f"{human(sum(o['bytes'] for o in removed))}; layers shared with other images stay)")
     return 0
@@ -256,10 +258,7 @@ def cmd_cache_prune(args: argparse.Namespace) -> int:
         print(f"kept {e.kind} {Path(e.path).name}: {why}")
     print(f"{verb} {len(res.removed)} entries, {human(res.freed_bytes)}; {len(res.kept)} kept "
           f"({human(sum(e.bytes for e in res.kept))})")
-    for o in images[0]:
-        print(f"{verb} image {(o['tags'] or [o['id']])[0]}: made from {', '.join(o['gone'])}")
-    for o in images[1]:
-        print(f"kept image {(o['tags'] or [o['id']])[0]}: {o['reason']}")
+    _print_images(verb, *images)
     return 0
 
 
@@ -282,6 +281,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options = ModelOptions(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                            extra=load_model_kwargs(args.model_kwargs) if args.model_kwargs else {},
                            api_key_env=args.api_key_env)
+    from ha_envs.grading.grader import shared_loopback_note
+
+    note = shared_loopback_note(args.sandbox, args.workers, tasks)
+    if note:
+        print(f"ha eval: {note}", file=sys.stderr)
     model = args.model or args.policy or "oracle"
     if args.runs > 1 and not args.temperature and model.startswith(("openai:", "hf:")):
         print(f"warning: --runs {args.runs} at temperature {args.temperature or 0} (greedy): the runs will be near "
@@ -299,7 +303,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from ha_agents.grade import grade_predictions, load_predictions
-    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.grader import Grader, shared_loopback_note
 
     predictions = load_predictions(args.predictions)
     tasks = _tasks(args)
@@ -307,6 +311,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if unknown and not args.instances:
         print(f"note: {len(unknown)} predicted instance(s) are not in the chosen tasks (listed in report.json)",
               file=sys.stderr)
+    note = shared_loopback_note(args.sandbox, args.workers, [t for t in tasks if t.instance_id in predictions])
+    if note:
+        print(f"ha grade: {note}", file=sys.stderr)
     factory = None
     if args.sandbox == "docker":
         from ha_envs.grading.grader import docker_sandbox_factory

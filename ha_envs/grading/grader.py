@@ -155,6 +155,19 @@ def tests_need_network(task: Task | None) -> bool:
     return task is not None and (task.benchmark in REAL_BENCHMARKS or bool((task.environment.extra or {}).get("specs")))
 
 
+def shared_loopback_note(sandbox: str, workers: int, tasks: list[Task], network: bool | None = None) -> str | None:
+    """What to tell a user who grades ``tasks`` with network in the local sandbox, ``workers`` at a
+    time (None when that is not so): the local sandbox grades with network in the host's network
+    namespace, so concurrent gradings share one loopback and test suites that bind a fixed port
+    collide (redis, ``benchmarks/VALIDATION.md``)."""
+    if sandbox != "local" or workers < 2 or network is False or not any(network or tests_need_network(t) for t in tasks):
+        return None
+    return (f"note: the local sandbox grades with network in the host's network namespace, so {workers} "
+            "concurrent gradings share one loopback and test suites that bind a fixed port collide (their failures "
+            "come out flaky; redis in benchmarks/VALIDATION.md): use --workers 1, --network off or --sandbox docker "
+            "for such suites")
+
+
 def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: bool | None = None) -> SandboxFactory:
     """``network``: None gives the tests network as the official harnesses do (``tests_need_network``);
     True or False, always or never."""

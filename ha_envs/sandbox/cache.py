@@ -104,7 +104,7 @@ def _classify(path: Path, snapshot: bool, formats: dict[str, int]) -> tuple[str,
     return kind, fmt, "ok", ""
 
 
-def scan(root: Path | None = None, sizes: bool = True) -> list[Entry]:
+def scan(root: Path | None = None) -> list[Entry]:
     """Every entry of the cache (``root``: the cache directory, default ``$HA_CACHE_DIR``)."""
     root = Path(root) if root is not None else cache_root()
     formats = current_formats()
@@ -119,7 +119,7 @@ def scan(root: Path | None = None, sizes: bool = True) -> list[Entry]:
                 continue
             try:
                 kind, fmt, status, why = _classify(path, snapshot, formats)
-                out.append(Entry(str(path), kind, _tree_bytes(path) if sizes else 0, path.stat().st_mtime, fmt,
+                out.append(Entry(str(path), kind, _tree_bytes(path), path.stat().st_mtime, fmt,
                                  status, why))
             except FileNotFoundError:
                 continue  # a build finished (its .tmp renamed) or an entry was removed while we read

@@ -94,6 +94,15 @@ def _from_label(paths: list[str]) -> str:
     return f"LABEL {FROM_LABEL}={json.dumps(json.dumps(paths))}"
 
 
+def _made_from(labels: dict | None) -> list[str]:
+    """The paths an image's ``FROM_LABEL`` names ([] without one, or with one that does not parse)."""
+    try:
+        paths = json.loads((labels or {}).get(FROM_LABEL) or "[]")
+    except ValueError:
+        return []
+    return [str(p) for p in paths] if isinstance(paths, list) else []
+
+
 def prune_images(client: Any, dry_run: bool = False, gone: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
     """Remove the images built from cache entries that are gone, or in ``gone`` (what a dry run of
     ``cache.prune`` would remove), derived images first; returns (removed, kept with the reason: a
@@ -103,10 +112,7 @@ def prune_images(client: Any, dry_run: bool = False, gone: tuple[str, ...] = ())
 
     orphans = []
     for image in client.images.list(filters={"label": FROM_LABEL}):
-        try:
-            made_from = json.loads((image.labels or {}).get(FROM_LABEL) or "[]")
-        except ValueError:
-            continue
+        made_from = _made_from(image.labels)
         missing = [p for p in made_from if p in gone or not Path(p).exists()]
         if missing:
             orphans.append({"id": image.id, "tags": image.tags, "from": made_from, "gone": missing,
@@ -437,10 +443,6 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
                 if rc != 0:
                     raise SandboxError(f"could not link the node env into {workdir}: {out.decode(errors='replace')[:300]}")
             c.stop(timeout=1)
-            try:
-                made_from = json.loads(labels.get(FROM_LABEL) or "[]")
-            except ValueError:
-                made_from = []
             _commit(c, tag, [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}",
-                             _from_label(made_from + [str(snapshot.path)])])
+                             _from_label(_made_from(labels) + [str(snapshot.path)])])
         return tag, snapshot

@@ -167,17 +167,12 @@ def test_lock_of_a_stale_entry_stays_for_a_waiting_builder(cache):
 def test_prune_with_images_takes_the_docker_images_made_from_what_went(cache):
     """`ha cache prune --images`: the snapshot image of an entry the age rule removes goes with it
     (the dry run names both and removes neither); an image made from a kept entry stays."""
-    from ha_envs.sandbox.base import SandboxError
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.images import build_base_image, image_exists, snapshot_image
+    from ha_envs.sandbox.images import image_exists, snapshot_image
+    from tests.ha_envs.test_real_envs import require_docker
 
-    try:
-        client = docker_client(timeout=30)
-    except SandboxError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"no Docker daemon but CI is set: {exc}")
-        pytest.skip(str(exc))
-    build_base_image(client)
+    require_docker()  # the base image, built (or a failure in CI, a skip elsewhere)
+    client = docker_client(timeout=30)
     tasks = {t.instance_id: t for t in load_suite("mini")}
     old_tag, old = snapshot_image(client, tasks["mini__ttl_cache"])
     new_tag, new = snapshot_image(client, tasks["mini__url_router"])

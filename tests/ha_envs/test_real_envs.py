@@ -399,6 +399,30 @@ def test_a_patch_cannot_edit_the_node_env_through_the_work_copys_link(js_task, t
         assert (nm / "ms" / "index.js").read_text() == src, name  # the host's env (the local sandbox's)
 
 
+def workspace_repo(root, repo: str, top: dict[str, str], b_dependency: str):
+    """A two-package workspace (the files at its top from ``top``): ``packages/a`` depends on the
+    workspace's ``b`` and on ``ms`` 2.0.0 (the root wants 2.1.3, so ``a`` gets a node_modules of its
+    own); ``b``'s ``double`` adds one too many. Returns (base commit, gold patch, hidden tests)."""
+    b_index = "function double(x) {\n  return x + x + 1;\n}\n\nmodule.exports = { double };\n"
+    base, diff = upstream(root, {
+        **top,
+        ".gitignore": "node_modules/\n",
+        "packages/a/package.json": '{"name": "a", "version": "1.0.0", "dependencies": {"b": %s, "ms": "2.0.0"}}\n'
+                                   % b_dependency,
+        "packages/a/index.js": "const { double } = require('b');\n\n"
+                               "module.exports = { quad: (x) => double(double(x)), msVersion: require('ms/package.json').version };\n",
+        "packages/b/package.json": '{"name": "b", "version": "1.0.0"}\n',
+        "packages/b/index.js": b_index,
+        "packages/a/test/visible.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+                                           "test('a sees its own ms', () => { assert.strictEqual(require('..').msVersion, '2.0.0'); });\n",
+    }, repo)
+    gold = diff(lambda w: (w / "packages" / "b" / "index.js").write_text(b_index.replace(" + 1;", ";")))
+    hidden = diff(lambda w: (w / "packages" / "a" / "test" / "quad.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { quad } = require('..');\n\n"
+        "test('quad of 3', () => { assert.strictEqual(quad(3), 12); });\n"))
+    return base, gold, hidden
+
+
 @pytest.fixture(scope="module")
 def workspace_task(tmp_path_factory):
     """An npm workspace: the root's node_modules links ``a`` and ``b`` to ``../packages/*`` (links
@@ -406,22 +430,9 @@ def workspace_task(tmp_path_factory):
     ``ms`` than the root): what pnpm and yarn monorepos (vuejs/core) look like."""
     require_npm()
     root = tmp_path_factory.mktemp("jsws")
-    b_index = "function double(x) {\n  return x + x + 1;\n}\n\nmodule.exports = { double };\n"
-    base, diff = upstream(root, {
-        "package.json": '{"name": "ws", "private": true, "workspaces": ["packages/*"], "dependencies": {"ms": "2.1.3"}}\n',
-        ".gitignore": "node_modules/\n",
-        "packages/a/package.json": '{"name": "a", "version": "1.0.0", "dependencies": {"b": "1.0.0", "ms": "2.0.0"}}\n',
-        "packages/a/index.js": "const { double } = require('b');\nconst ms = require('ms');\n\n"
-                               "module.exports = { quad: (x) => double(double(x)), msVersion: require('ms/package.json').version };\n",
-        "packages/b/package.json": '{"name": "b", "version": "1.0.0"}\n',
-        "packages/b/index.js": b_index,
-        "packages/a/test/visible.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
-                                           "test('a sees its own ms', () => { assert.strictEqual(require('..').msVersion, '2.0.0'); });\n",
-    }, "acme/ws")
-    gold = diff(lambda w: (w / "packages" / "b" / "index.js").write_text(b_index.replace(" + 1;", ";")))
-    hidden = diff(lambda w: (w / "packages" / "a" / "test" / "quad.test.js").write_text(
-        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { quad } = require('..');\n\n"
-        "test('quad of 3', () => { assert.strictEqual(quad(3), 12); });\n"))
+    base, gold, hidden = workspace_repo(root, "acme/ws", {
+        "package.json": '{"name": "ws", "private": true, "workspaces": ["packages/*"], "dependencies": {"ms": "2.1.3"}}\n'},
+        b_dependency='"1.0.0"')
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
         yield Task(instance_id="acme__ws-1", benchmark="swebench_multilingual", language="javascript",
@@ -510,24 +521,10 @@ def pnpm_task(tmp_path_factory):
             pytest.fail("corepack (Node.js) is missing but CI is set")
         pytest.skip("no corepack here")
     root = tmp_path_factory.mktemp("pnpmws")
-    b_index = "function double(x) {\n  return x + x + 1;\n}\n\nmodule.exports = { double };\n"
-    base, diff = upstream(root, {
+    base, gold, hidden = workspace_repo(root, "acme/pnpmws", {
         "package.json": '{"name": "ws", "private": true, "packageManager": "pnpm@8.15.9", '
                         '"scripts": {"test": "node --test packages/a/test/"}, "dependencies": {"ms": "2.1.3"}}\n',
-        "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
-        ".gitignore": "node_modules/\n",
-        "packages/a/package.json": '{"name": "a", "version": "1.0.0", "dependencies": {"b": "workspace:*", "ms": "2.0.0"}}\n',
-        "packages/a/index.js": "const { double } = require('b');\n\n"
-                               "module.exports = { quad: (x) => double(double(x)), msVersion: require('ms/package.json').version };\n",
-        "packages/b/package.json": '{"name": "b", "version": "1.0.0"}\n',
-        "packages/b/index.js": b_index,
-        "packages/a/test/visible.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
-                                           "test('a sees its own ms', () => { assert.strictEqual(require('..').msVersion, '2.0.0'); });\n",
-    }, "acme/pnpmws")
-    gold = diff(lambda w: (w / "packages" / "b" / "index.js").write_text(b_index.replace(" + 1;", ";")))
-    hidden = diff(lambda w: (w / "packages" / "a" / "test" / "quad.test.js").write_text(
-        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { quad } = require('..');\n\n"
-        "test('quad of 3', () => { assert.strictEqual(quad(3), 12); });\n"))
+        "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n"}, b_dependency='"workspace:*"')
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HA_REPOS_DIR", str(root / "mirrors"))
         # this machine's npm registry serves no signing keys (VALIDATION.md, vuejs/core)

@@ -312,6 +312,20 @@ def test_a_verdict_that_changes_when_graded_again_is_flaky(tiny_task, tmp_path):
     assert bad.returncode == 2 and "--retries" in bad.stderr
 
 
+def test_the_shared_loopback_note_names_only_concurrent_local_gradings_with_network(tiny_task):
+    """validate, eval and grade say it through one function: the local sandbox, two workers or more,
+    and network (asked for, or the official harness's for a real benchmark's task)."""
+    from ha_envs.grading.grader import shared_loopback_note
+
+    real = Task(**{**tiny_task.__dict__, "benchmark": "swebench_verified"})
+    assert "share one loopback" in shared_loopback_note("local", 2, [tiny_task, real])
+    assert "share one loopback" in shared_loopback_note("local", 4, [tiny_task], network=True)
+    assert shared_loopback_note("local", 2, [tiny_task]) is None  # a bundled task is graded offline
+    assert shared_loopback_note("local", 2, [real], network=False) is None
+    assert shared_loopback_note("local", 1, [real]) is None
+    assert shared_loopback_note("docker", 8, [real]) is None
+
+
 def test_a_test_filed_under_the_other_list_changes_no_verdict_and_is_a_note(tiny_task, tmp_path):
     """xarray-6744: PASS_TO_PASS tests that fail at base here; the gold patch passes them and the
     empty patch does not resolve. Both lists must pass after a patch, so no verdict changes: noted.
