@@ -5,7 +5,9 @@ message in the harness's own format (``info["parser"]``, ``info["tools"]``). ``o
 gold patch through the harness's own tools: ``edit_file`` / ``create_file`` (or the OpenHands-style
 ``str_replace_editor``) where the harness has them, a bash here-document and ``git apply`` where it
 has only bash; it runs ``run_tests`` when the harness offers it, then submits (again, if a hook
-refused the first submission). ``null`` submits at once.
+refused the first submission). ``null`` submits at once. The fixtures ``tool_user`` (solves
+only where the harness offers ``run_tests``) and ``coin`` (a fair coin per episode, whatever the
+harness) are in ``fixture_policies``.
 """
 
 from __future__ import annotations
@@ -124,7 +126,9 @@ def _read_from_snapshot(task: Task, path: str) -> str:
     return (snap.path / path).read_bytes().decode("utf-8", "surrogateescape")
 
 
-POLICIES = {"oracle": OraclePolicy, "null": NullPolicy}
+from .fixture_policies import CoinPolicy, ToolUserPolicy  # noqa: E402 - registered beside the scripted ones
+
+POLICIES = {"oracle": OraclePolicy, "null": NullPolicy, "tool_user": ToolUserPolicy, "coin": CoinPolicy}
 
 
 def make_policy(name: str) -> Policy:

@@ -107,6 +107,8 @@ class PolicyClient:
                  seed: int | None = None) -> Completion:
         new = [m for m in messages[self._seen:] if m["role"] != "assistant"]
         self._seen = len(messages) + 1
+        if seed is not None:  # a seeded policy (``coin``) draws from the episode's sampling seed
+            self._info.setdefault("sampling_seed", seed)
         action = self.policy.act(new, self._info)
         msg = _as_message(action)
         return Completion(message=msg, finish_reason="stop")
