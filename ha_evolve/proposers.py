@@ -45,6 +45,9 @@ class Proposal:
     error: str = ""
     raw: str = ""
     """The teacher's whole reply (LLM, CLI), for the log."""
+    exhausted: bool = False
+    """No candidate because the proposer has nothing left to offer (not because one was invalid):
+    the schedule stops there."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ class RuleMutator:
                 continue
             return Proposal(self.name, _named(cand, current, why), why)
         return Proposal(self.name, None, "no rule applies that has not been tried",
-                        error="no candidate: the statistics call for nothing new")
+                        error="no candidate: the statistics call for nothing new", exhausted=True)
 
 
 @register_proposer("rule")

@@ -37,8 +37,14 @@ def table(out: Path | str) -> str:
         rows.append(f"| {r['epoch']} | {r['round']} | {r['proposer']} | {r['candidate_hash']} | {change} | "
                     f"{cur['pass_rate']:.3f} -> {cand['pass_rate']:.3f} | {cur['trainable_rate']:.3f} -> "
                     f"{cand['trainable_rate']:.3f} | {fmt(rp)} | {fmt(rt)} | {'accept' if r['gate']['accept'] else 'reject'} | "
-                    f"{'accept' if r['stat']['accept'] else 'reject'} | {'ACCEPTED' if r['accepted'] else 'rejected'} |")
+                    f"{'accept' if r['stat']['accept'] else 'reject'} | {'ACCEPTED' if r['accepted'] else 'rejected'}"
+                    f"{_why(r)} |")
     return "\n".join(rows)
+
+
+def _why(r: dict) -> str:
+    """The deciding gate and its reason (logs from before ``decided_by`` have neither)."""
+    return f" by {r['decided_by']}: {r['decision_reason'][:80]}" if r.get("decided_by") else ""
 
 
 def figures(out: Path | str) -> list[Path]:

@@ -5,10 +5,15 @@ One round:
 1. the current harness's rollouts on the round's tasks (group size G): the preparation
    trajectories the proposer reads, and the current side of every comparison in the round (under a
    fixed policy they need not be re-run per candidate: k candidates cost k + 1 batches, not 2k);
-2. up to ``candidates`` proposals, each validated (an invalid one costs no rollout), then run on
-   the same tasks and group size; the dual-rate gate and the statistical gate decide;
-3. the first candidate accepted (by the gate named in ``decide_by``) becomes current.
-The round ends early when no proposal is valid, and the schedule stops there.
+2. up to ``candidates`` valid proposals, each validated first: an invalid one is logged with its
+   reason, costs no rollout and the proposer is asked again (at most ``max_invalid`` times a
+   round); each valid one runs on the same tasks, group size and seeds (common seeds: member k of
+   task t samples with the same seed on both sides); every gate is logged, the one named in
+   ``decide_by`` decides (``auto``: the paired rule of ``paired_gate`` below the paper's 184
+   rollouts a side, the paper's point rule from there);
+3. the first candidate accepted becomes current.
+The schedule stops early only when the proposer has nothing left to propose (``Proposal.exhausted``);
+a round without a valid candidate is logged and the next round runs.
 
 Every proposal goes to an append-only JSONL log (``evolution.jsonl``) with its lineage, and every
 spec the run met to ``specs/<hash>.yaml``; rollouts go to ``rollouts/<hash>/r<round>/``. A rerun with
@@ -29,6 +34,7 @@ from ha_envs.harness import HarnessSpec, diff, load_spec
 from ha_envs.task import Task
 
 from .gate import dual_rate_gate, stat_gate
+from .paired_gate import PairedGateConfig, paired_gate
 from .proposers import Proposer
 from .validation import validate_candidate
 
@@ -43,8 +49,19 @@ class EvolveConfig:
     """Rollouts per task and side (the paper: 4; 46 tasks x 4 = 184 a side)."""
     candidates: int = 1
     """Proposals per round (the current side's rollouts are shared by all of them)."""
-    decide_by: str = "gate"
-    """``gate`` (the paper's dual-rate rule) or ``stat`` (the bootstrap rule); both are logged."""
+    decide_by: str = "auto"
+    """``paired`` (the dual-rate rule on paired per-task outcomes with a confidence requirement,
+    ``paired_gate``), ``gate`` (the paper's rule on point estimates), ``stat`` (the bootstrap
+    rule) or ``auto``: ``paired`` while a side has fewer than ``point_gate_from`` rollouts, else
+    ``gate``. All are logged."""
+    level: float = 0.95
+    """``paired``: the confidence a rise needs."""
+    min_tasks: int | None = None
+    """``paired``: tasks both sides must run (None: the least at which ``level`` can be reached, 5 at 0.95)."""
+    point_gate_from: int = 184
+    """``auto``: rollouts a side from which the paper's point rule decides (the paper's 46 x 4)."""
+    max_invalid: int = 3
+    """Invalid proposals a round asks again after (each logged); then the round ends without one."""
     attribute: bool = False
     """After an acceptance, re-run the candidate without each added or changed component."""
     epoch: int = 1
@@ -61,9 +78,21 @@ class EvolveConfig:
                              "and a failure")
         if self.candidates < 1:
             raise ValueError("candidates must be at least 1")
-        if self.decide_by not in ("gate", "stat"):
-            raise ValueError(f"decide_by must be gate or stat, not {self.decide_by!r}")
+        if self.decide_by not in DECIDERS:
+            raise ValueError(f"decide_by must be one of {', '.join(DECIDERS)}, not {self.decide_by!r}")
+        if self.max_invalid < 0:
+            raise ValueError("max_invalid must be at least 0")
+        PairedGateConfig(self.level, self.min_tasks).validate()
         return self
+
+    def decider(self, rollouts_a_side: int) -> str:
+        """The gate that decides for a comparison of this size."""
+        if self.decide_by != "auto":
+            return self.decide_by
+        return "paired" if rollouts_a_side < self.point_gate_from else "gate"
+
+
+DECIDERS = ("auto", "paired", "gate", "stat")
 
 
 def spec_hash(spec: HarnessSpec | None) -> str | None:
@@ -86,10 +115,11 @@ class Evolution:
                  proposer: Proposer, config: EvolveConfig = EvolveConfig(),
                  smoke_task: Task | None = None, env_kwargs: dict[str, Any] | None = None,
                  progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None,
-                 token_mode: Any = None) -> None:
+                 token_mode: Any = None, model_options: Any = None) -> None:
         """``agent``: a model spec, or (threads) a client object such as a trainer's in-process policy;
         ``token_mode``: run comparisons token-faithfully (as training does); ``skills``: instance id ->
-        skill, shown alike to both sides of every comparison."""
+        skill, shown alike to both sides of every comparison; ``model_options``: sampling (temperature,
+        top-p, ...) of a model spec's client, alike on both sides (the seeds are the round's)."""
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.tasks, self.agent, self.proposer = tasks, agent, proposer
@@ -98,6 +128,7 @@ class Evolution:
         self.env_kwargs = dict(env_kwargs or {})
         self.skills = dict(skills or {})
         self.token_mode = token_mode
+        self.model_options = model_options
         self.say = progress or (lambda text: log.info("%s", text))
         self.log = TrajectoryLog(self.out / "evolution.jsonl")
         self.current = load_spec(start)
@@ -118,7 +149,8 @@ class Evolution:
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
         return collect(self.tasks, self.config.group_size, self.agent, spec, out=out, sandbox=self.config.sandbox,
                        workers=self.config.workers, env_kwargs=self.env_kwargs, progress_bar=False,
-                       skills=self.skills, token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd)
+                       skills=self.skills, token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd,
+                       model_options=self.model_options)
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}
@@ -142,7 +174,7 @@ class Evolution:
         return self.current
 
     def round(self, rnd: int) -> bool:
-        """One round; True when the schedule should stop (no valid candidate)."""
+        """One round; True when the schedule should stop (the proposer has nothing left to propose)."""
         cfg = self.config
         t0 = time.monotonic()
         parent = self.current
@@ -150,20 +182,25 @@ class Evolution:
         cur_rates = _rates(current_records)
         self.say(f"round {rnd}: current {parent.name} ({parent.hash}) pass {cur_rates['pass_rate']:.3f} "
                  f"trainable {cur_rates['trainable_rate']:.3f} over {cur_rates['n_rollouts']} rollouts")
-        valid = 0
+        valid = invalid = 0
         accepted = None
-        for k in range(1, cfg.candidates + 1):
+        exhausted = False
+        k = 0
+        while valid < cfg.candidates and invalid <= cfg.max_invalid and accepted is None and not exhausted:
+            k += 1
             already = [r for r in self.log.records if r.get("kind") == "proposal" and r.get("epoch") == cfg.epoch
                        and r.get("round") == rnd and r.get("k") == k]
             if already:  # resumed inside a round: this proposal was decided
                 entry = already[-1]
-                valid += bool(entry["validation"]["ok"])
+                ok = bool(entry["validation"]["ok"])
+                valid, invalid = valid + ok, invalid + (not ok)
+                exhausted = bool(entry.get("exhausted"))
                 if entry.get("accepted"):
                     accepted = load_spec(self.out / "specs" / f"{entry['candidate_hash']}.yaml")
-                    break
                 continue
             proposal = self.proposer.propose(parent, current_records, self._tried() | {parent.hash})
             check = validate_candidate(proposal.candidate, parent, self.smoke_task, cfg.sandbox, proposal.error)
+            exhausted = proposal.candidate is None and getattr(proposal, "exhausted", False)
             entry: dict[str, Any] = {
                 "kind": "proposal", "epoch": cfg.epoch, "round": rnd, "k": k, "proposer": proposal.proposer,
                 "parent_hash": parent.hash, "candidate_hash": spec_hash(proposal.candidate),
@@ -171,6 +208,7 @@ class Evolution:
                 "diff": diff(parent, proposal.candidate) if proposal.candidate is not None and check.stage != "schema" else [],
                 "diagnosis": proposal.diagnosis, "validation": asdict(check), "current_rates": cur_rates,
                 "rollouts": {"current": len(current_records), "candidate": 0, "smoke": 1 if check.stage in ("smoke", "passed") else 0},
+                "exhausted": exhausted,
             }
             if proposal.candidate is not None and check.ok:
                 valid += 1
@@ -179,32 +217,41 @@ class Evolution:
                 cand_records = self._rollouts(cand, rnd)
                 entry["candidate_rates"] = _rates(cand_records)
                 entry["rollouts"]["candidate"] = len(cand_records)
-                g = dual_rate_gate(rates(Rollout.from_record(r) for r in current_records),
-                                   rates(Rollout.from_record(r) for r in cand_records))
-                s = stat_gate(current_records, cand_records, cfg.bootstrap_samples, cfg.seed)
-                entry["gate"] = asdict(g)
-                entry["stat"] = asdict(s)
-                entry["accepted"] = g.accept if cfg.decide_by == "gate" else s.accept
+                entry.update(self._decide(current_records, cand_records))
                 self.say(f"  candidate {cand.name}: {'; '.join(entry['diff']) or 'no change'} -> "
                          f"pass {entry['candidate_rates']['pass_rate']:.3f} trainable "
-                         f"{entry['candidate_rates']['trainable_rate']:.3f}; gate: {g.reason}; stat: {s.reason}; "
-                         f"{'ACCEPTED' if entry['accepted'] else 'rejected'}")
+                         f"{entry['candidate_rates']['trainable_rate']:.3f}; {entry['decided_by']}: "
+                         f"{entry['decision_reason']}; {'ACCEPTED' if entry['accepted'] else 'rejected'}")
                 if entry["accepted"] and cfg.attribute:
                     entry["attribution"] = self._attribute(parent, cand, cand_records, rnd)
             else:
+                invalid += 1
                 entry["accepted"] = False
-                self.say(f"  proposal {k} rejected before comparison ({check.stage}): {check.reason}")
+                self.say(f"  proposal {k} rejected before comparison ({check.stage}): {check.reason}"
+                         + ("" if exhausted else "; asking again" if invalid <= cfg.max_invalid and valid < cfg.candidates
+                            else ""))
             self.log.append(entry)
             if entry["accepted"]:
                 accepted = proposal.candidate
-                break
         if accepted is not None:
             self.current = accepted
-        stop = valid == 0
+        stop = exhausted and accepted is None
         self.log.append({"kind": "round", "epoch": cfg.epoch, "round": rnd, "current_before": parent.hash,
                          "current_after": self.current.hash, "accepted": accepted is not None, "valid": valid,
-                         "stop": stop, "seconds": round(time.monotonic() - t0, 2)})
+                         "invalid": invalid, "stop": stop, "seconds": round(time.monotonic() - t0, 2)})
         return stop
+
+    def _decide(self, current: list[dict[str, Any]], candidate: list[dict[str, Any]]) -> dict[str, Any]:
+        """Every gate's decision (logged), and the one ``decide_by`` names as the verdict."""
+        cfg = self.config
+        g = dual_rate_gate(rates(Rollout.from_record(r) for r in current),
+                           rates(Rollout.from_record(r) for r in candidate))
+        s = stat_gate(current, candidate, cfg.bootstrap_samples, cfg.seed)
+        p = paired_gate(current, candidate, PairedGateConfig(cfg.level, cfg.min_tasks, seed=cfg.seed))
+        by = cfg.decider(min(len(current), len(candidate)))
+        verdict = {"gate": g, "stat": s, "paired": p}[by]
+        return {"gate": asdict(g), "stat": asdict(s), "paired": asdict(p), "decided_by": by,
+                "decision_reason": verdict.reason, "accepted": verdict.accept}
 
     def _attribute(self, parent: HarnessSpec, cand: HarnessSpec, cand_records: list[dict[str, Any]],
                    rnd: int) -> list[dict[str, Any]]:

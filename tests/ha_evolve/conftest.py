@@ -62,5 +62,5 @@ class FixedProposer:
         from ha_evolve.schedule import spec_hash
 
         if self.candidate is None or spec_hash(self.candidate) in tried:
-            return Proposal(self.name, None, "", self.error or "nothing to propose")
+            return Proposal(self.name, None, "", self.error or "nothing to propose", exhausted=not self.error)
         return Proposal(self.name, self.candidate, f"test: {len(records)} preparation trajectories read")

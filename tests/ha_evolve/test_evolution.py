@@ -59,10 +59,12 @@ def test_more_passes_but_less_signal_is_rejected(tmp_path, sensitive):
 
 def test_both_rates_up_is_accepted_and_attributed(tmp_path, sensitive):
     cand = with_tool(load_spec("h0"), "run_tests", "think")
-    final, (p,) = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}, (B, True): {2}}, attribute=True)
+    final, (p,) = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}, (B, True): {2}}, attribute=True,
+                      decide_by="gate")  # the paper's point rule; two tasks are too few for the paired one
     assert p["current_rates"]["pass_rate"] == 0.25 and p["candidate_rates"]["pass_rate"] == 0.5
     assert p["current_rates"]["trainable_rate"] == 0.5 and p["candidate_rates"]["trainable_rate"] == 1.0
-    assert p["accepted"] and p["gate"]["accept"] and final.hash == cand.hash
+    assert p["accepted"] and p["gate"]["accept"] and final.hash == cand.hash and p["decided_by"] == "gate"
+    assert not p["paired"]["accept"] and p["paired"]["reason"].startswith("not enough evidence: 2 task(s)")
     assert [d.split(" {")[0] for d in p["diff"]] == ["+ tool run_tests", "+ tool think"]
     by = {a["component"]: a for a in p["attribution"]}
     assert by["tool run_tests"]["pass_drop"] == 0.25 and by["tool run_tests"]["trainable_drop"] == 0.5
@@ -80,14 +82,14 @@ def test_a_tie_is_rejected(tmp_path, sensitive):
 def test_an_invalid_candidate_never_reaches_comparison(tmp_path, sensitive):
     bad = replace(load_spec("h0"), tools=load_spec("h0").tools + (Component("broken", {}, {
         "description": "x", "script": "if then ("}),))
-    final, (p,) = run(tmp_path, FixedProposer(bad), {})
+    final, (p,) = run(tmp_path, FixedProposer(bad), {}, max_invalid=0)
     assert p["validation"]["ok"] is False and p["validation"]["stage"] == "schema"
     assert "does not parse" in p["validation"]["reason"]
     assert p["rollouts"]["candidate"] == 0 and "candidate_rates" not in p and p["candidate_hash"] is None
     assert [d.name for d in (tmp_path / "evo" / "rollouts").iterdir()] == [load_spec("h0").hash]
     rounds = [r for r in json.loads("[" + ",".join((tmp_path / "evo" / "evolution.jsonl").read_text().split("\n")[:-1]) + "]")
               if r["kind"] == "round"]
-    assert rounds[-1]["stop"] is True  # no valid candidate: the schedule stops early
+    assert rounds[-1]["stop"] is False and rounds[-1]["invalid"] == 1  # an invalid proposal does not end evolution
 
 
 def test_statistical_gate_needs_more_than_noise():
