@@ -67,7 +67,14 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     v.add_argument("--gpus-per-node", type=int, default=8)
     v.add_argument("--nnodes", type=int, default=1)
     v.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="verl: extra Hydra override")
+    v.add_argument("--val-tasks", type=int, default=0, metavar="N", help="verl: hold N tasks of the selection out of "
+                   "training as the validation pool (default 0: verl's validation off)")
     p.set_defaults(func=cmd_train)
+
+
+VERL_EVOLVE = ("--evolve is not yet supported with --backend verl: verl's trainer owns the epoch loop and nothing "
+               "replaces its agent loop's harness between epochs yet. Use --backend local --evolve, or evolve first "
+               "(ha evolve run ... --out DIR) and train on the frozen harness: --backend verl --harness DIR/harness.yaml")
 
 
 def resolve_harness(ref: str) -> Any:
@@ -97,6 +104,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         spec = spec.with_limits(max_turns=args.max_turns)
     out = Path(args.out)
     if args.backend == "verl":
+        if args.evolve:
+            raise ValueError(VERL_EVOLVE)
         from ha_agents.train.verl_launch import launch
 
         return launch(args, tasks, spec, out)

@@ -5,9 +5,15 @@ written to ``<out>/verl/``, then ``python -m verl.trainer.main_ppo`` launched wi
   harness spec, the task source, the sandbox and the truncation policy;
 - ``train.parquet``: verl's RL dataset, one row per task (``agent_name``, ``prompt`` (the issue, as
   ``raw_prompt``), ``extra_info.instance_id``);
+- ``val.parquet``: the validation pool, ``--val-tasks N`` tasks held out of the selection (a seeded
+  draw; never trained on). Without one, verl's validation is off (``val_before_train=false``,
+  ``test_freq=-1``; verl still wants a file to build its loader, so the training file is named
+  there and never evaluated);
 - ``overrides.txt``: the Hydra overrides of the paper's setting (GRPO without std normalisation,
   rollout n=4, 46 tasks per update, lr 1e-6 constant, no KL, no entropy, token-mean loss, 64K
-  context, 60 turns), then the user's ``--override`` values.
+  context, 60 turns), then the user's ``--override`` values. The advantage estimator is
+  ``verl_advantage``'s (the group baseline over the rollouts that carry a gradient, as the local
+  backend's), registered in verl's Ray workers by a setup hook.
 
 ``--dry-run`` writes the files and prints the command without verl, a GPU or a cluster.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -64,15 +71,20 @@ def paper_overrides(model: str, train_file: Path, loop_yaml: Path, out: Path, up
                     group_size: int = 4, lr: float = 1e-6, context: int = 65536, prompt_length: int = 16384,
                     engine: str = "vllm", gpus_per_node: int = 8, nnodes: int = 1, norm_std: bool = False,
                     loss_agg: str = "token-mean", kl_coef: float = 0.0, entropy_coef: float = 0.0,
-                    temperature: float = 1.0) -> list[str]:
+                    temperature: float = 1.0, val_file: Path | None = None) -> list[str]:
+    from .verl_advantage import NAME, SETUP_HOOK
+
     if prompt_length >= context:
         raise ValueError(f"prompt length {prompt_length} leaves no response budget in a {context}-token context")
+    validation = [f"data.val_files={val_file}"] if val_file is not None else [
+        f"data.val_files={train_file}", "trainer.val_before_train=false", "trainer.test_freq=-1"]
     return [
-        "algorithm.adv_estimator=grpo",
+        f"algorithm.adv_estimator={NAME}",
+        f"+ray_kwargs.ray_init.runtime_env.worker_process_setup_hook={SETUP_HOOK}",
         f"algorithm.norm_adv_by_std_in_grpo={str(norm_std).lower()}",
         "algorithm.use_kl_in_reward=false",
         f"data.train_files={train_file}",
-        f"data.val_files={train_file}",
+        *validation,
         f"data.train_batch_size={tasks_per_update}",
         f"data.max_prompt_length={prompt_length}",
         f"data.max_response_length={context - prompt_length}",
@@ -114,23 +126,39 @@ def _task_source(args: argparse.Namespace) -> dict[str, Any]:
     return {"suite": args.suite or "mini"}
 
 
+def split_validation(tasks: list[Task], n: int, seed: int = 0) -> tuple[list[Task], list[Task]]:
+    """(training tasks, ``n`` held-out validation tasks): a seeded draw, so a rerun holds out the same."""
+    if n < 0 or (n and n >= len(tasks)):
+        raise ValueError(f"--val-tasks {n}: hold out at least 0 and fewer than the {len(tasks)} selected tasks")
+    if not n:
+        return list(tasks), []
+    order = sorted(tasks, key=lambda t: t.instance_id)
+    random.Random(seed).shuffle(order)
+    held = {t.instance_id for t in order[:n]}
+    return [t for t in tasks if t.instance_id not in held], [t for t in tasks if t.instance_id in held]
+
+
 def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: Path) -> int:
     d = out / "verl"
     loop_yaml = agent_loop_yaml(d / "agent_loop.yaml", spec, _task_source(args), args.sandbox, args.truncated,
                                 args.max_turns or 60)
+    tasks, held_out = split_validation(tasks, getattr(args, "val_tasks", 0) or 0, args.seed)
     train_file = write_dataset(tasks, d / "train.parquet")
+    val_file = write_dataset(held_out, d / "val.parquet") if held_out else None
     overrides = paper_overrides(str(Path(args.model).resolve()) if Path(args.model).exists() else args.model,
                                 train_file, loop_yaml, out, args.updates, args.tasks_per_update, args.group_size,
                                 args.lr, args.context_tokens, engine=args.rollout_engine,
                                 gpus_per_node=args.gpus_per_node, nnodes=args.nnodes, norm_std=args.norm_adv_by_std,
                                 loss_agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef,
-                                temperature=args.temperature) + list(args.override)
+                                temperature=args.temperature, val_file=val_file) + list(args.override)
     (d / "overrides.txt").write_text("\n".join(overrides) + "\n")
     if len(tasks) < args.tasks_per_update:
         print(f"warning: {args.tasks_per_update} tasks per update but the dataset has {len(tasks)}: verl's loader "
               f"would form no batch; pass --tasks-per-update {len(tasks)} or more tasks", file=sys.stderr)
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
-    print(f"agent loop: {loop_yaml}\ndataset: {train_file} ({len(tasks)} tasks)\noverrides: {d / 'overrides.txt'}")
+    print(f"agent loop: {loop_yaml}\ndataset: {train_file} ({len(tasks)} tasks)\n"
+          + (f"validation: {val_file} ({len(held_out)} held-out tasks)\n" if val_file else
+             "validation: off (pass --val-tasks N to hold out a pool)\n") + f"overrides: {d / 'overrides.txt'}")
     print("command:\n  PYTHONPATH=" + shlex.quote(str(ROOT)) + " " + " ".join(shlex.quote(c) for c in cmd))
     if args.dry_run:
         return 0

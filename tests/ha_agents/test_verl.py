@@ -233,7 +233,7 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
     assert "verl.trainer.main_ppo" in text
     assert "warning: 46 tasks per update but the dataset has 4" in captured.err
     ov = (out / "verl" / "overrides.txt").read_text().split()
-    for want in ("algorithm.adv_estimator=grpo", "algorithm.norm_adv_by_std_in_grpo=false",
+    for want in ("algorithm.adv_estimator=harnessadapt_grpo", "algorithm.norm_adv_by_std_in_grpo=false",
                  "actor_rollout_ref.rollout.n=4", "data.train_batch_size=46", "actor_rollout_ref.actor.optim.lr=1e-06",
                  "actor_rollout_ref.actor.optim.lr_scheduler_type=constant", "actor_rollout_ref.actor.use_kl_loss=false",
                  "actor_rollout_ref.actor.entropy_coeff=0.0", "actor_rollout_ref.actor.loss_agg_mode=token-mean",
@@ -250,7 +250,8 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
     with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer/config"),
                                version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=ov)
-    assert cfg.algorithm.adv_estimator == "grpo" and cfg.actor_rollout_ref.rollout.n == 4
+    assert cfg.algorithm.adv_estimator == "harnessadapt_grpo" and cfg.actor_rollout_ref.rollout.n == 4
+    assert cfg.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "ha_agents.train.verl_advantage.register"
     assert cfg.data.max_prompt_length + cfg.data.max_response_length == 65536
     # without --dry-run on a machine without GPUs: a clear error
     assert main(["train", "--backend", "verl", "--model", str(model_dir), "--suite", "mini", "--limit", "1",
