@@ -2,7 +2,10 @@
 Markdown report whose last section is a mechanism-level skill of at most 120 words.
 
 A screen rejects a skill that leaks the answer: repository paths or file names, identifiers of the
-repository or the gold patch, diff or code text. A rejected skill is asked for again with the
+repository (names its source files define, its file and directory names) or of the gold patch,
+the fix's identifiers paraphrased as words (``_restart_ttl`` as "restart the TTL", ``LRUStore``
+as "LRU store"), diff or code text. Plain English that happens to hold a keyword ("verify each
+class separately") passes. A rejected skill is asked for again with the
 reasons (at most ``retries`` times, the paper's 3); then the task goes without. Skills are shown to
 the policy during training as a non-trainable ``source="skill"`` message (``RepairEnv.reset``
 option ``skill``) and never at evaluation.
@@ -14,6 +17,8 @@ skills, picked by keyword).
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +34,110 @@ PROMPT = Path(__file__).parent / "prompts" / "skill_teacher.md"
 _FILE = re.compile(r"\b[\w-]+\.(py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|toml|cfg|ini|"
                    r"json|ya?ml|md|rst|txt|sh|lock)\b", re.I)
 _PATH = re.compile(r"(?<![\w.])(?:\.{0,2}/)?[\w.-]+/[\w.-]+(?:/[\w.-]+)*")
-_CODE = re.compile(r"```|^\s*[-+]{1,3}\s|^@@|\bdef \w|\bclass \w|\breturn\b.*[;()]|[{};]\s*$|\w+\(\)|=>|::", re.M)
+_CODE = re.compile(r"```|^\s*[-+]{1,3}\s|^@@|\bdef\s+\w+\s*\(|\bclass\s+\w+\s*[:({]|\breturn\b.*[;()]|[{};]\s*$|"
+                   r"\w+\(\)|=>|::", re.M)
+_DEFINES = re.compile(r"^\s*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?"
+                      r"(?:class|def|function|func|fn|struct|enum|trait|interface|type|module)\s+([A-Za-z_]\w*)", re.M)
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SOURCE_SUFFIXES = {".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".rb",
+                    ".php", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift"}
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _COMMON = set("""a an the and or not of to in on for with by as at is are be was were if then else when while
 this that these those it its into from out over under than because so but only each every any all no none
 value values state states call calls function functions method methods class classes object objects type types
 error errors test tests case cases input inputs output outputs list lists string strings number numbers file
 files path paths key keys data time times code check checks return returns result results""".split())
+
+
+def _code_shaped(name: str) -> bool:
+    """A name no English text would write: with ``_``, a digit, or a capital after the first letter."""
+    return "_" in name or any(c.isdigit() for c in name) or any(c.isupper() for c in name[1:])
+
+
+def _english(name: str) -> bool:
+    return name.isalpha() and name.islower() and len(name) < 8  # "store" is English, "ttlcache" is not
+
+
+def split_words(identifier: str) -> list[str]:
+    """``_restart_ttl`` -> [restart, ttl]; ``LRUStore`` -> [lru, store]; ``parseHTTPHeader2`` ->
+    [parse, http, header, 2]."""
+    return [w.lower() for w in _WORDS.findall(identifier)]
+
+
+@dataclass(frozen=True)
+class RepoNames:
+    """What the task's repository names: ``code`` (code-shaped identifiers its sources define),
+    ``classes`` (capitalised plain-word definitions such as ``Clock``, a leak when written as a name
+    mid-sentence), ``files`` (file stems and directory names that are not English words)."""
+
+    code: frozenset[str] = frozenset()
+    classes: frozenset[str] = frozenset()
+    files: frozenset[str] = frozenset()
+
+
+def repository_names(task: Task, max_files: int = 5000, max_bytes: int = 512_000) -> RepoNames:
+    """The names of the task's repository at its base: its source directory, else its snapshot (the
+    rollouts built it; a task whose snapshot cannot be had screens on the gold patch alone)."""
+    root: Path | None = Path(task.source_dir) if task.source_dir is not None else None
+    if root is None:
+        try:
+            from ha_envs.sandbox import prepare_snapshot
+
+            root = prepare_snapshot(task).path
+        except Exception:  # noqa: BLE001 - no snapshot (no network, no cache): the patch's names still screen
+            return RepoNames()
+    return _scan(str(root), max_files, max_bytes)
+
+
+@functools.lru_cache(maxsize=64)
+def _scan(root: str, max_files: int, max_bytes: int) -> RepoNames:
+    code: set[str] = set()
+    classes: set[str] = set()
+    files: set[str] = set()
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
+        for d in dirnames:
+            if len(d) >= 3 and not _english(d):
+                files.add(d)
+        for name in sorted(filenames):
+            seen += 1
+            if seen > max_files:
+                return RepoNames(frozenset(code), frozenset(classes), frozenset(files))
+            stem, suffix = os.path.splitext(name)
+            if len(stem) >= 3 and not _english(stem) and not stem.startswith("."):
+                files.add(stem)
+            if suffix not in _SOURCE_SUFFIXES:
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                if os.path.getsize(path) > max_bytes:
+                    continue
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                continue
+            for ident in _DEFINES.findall(text):
+                if len(ident) < 3 or ident.lower() in _COMMON:
+                    continue
+                if _code_shaped(ident.lstrip("_")) or ident.startswith("_"):
+                    code.add(ident)
+                elif ident[0].isupper():
+                    classes.add(ident)
+    return RepoNames(frozenset(code), frozenset(classes), frozenset(files))
+
+
+def _paraphrase(words: list[str]) -> re.Pattern[str]:
+    """The words in order, each perhaps inflected, with at most two other words between them."""
+    parts = [re.escape(w) + r"(?:s|es|ed|d|ing)?" for w in words]
+    return re.compile(r"\b" + r"\W+(?:\w+\W+){0,2}?".join(parts) + r"\b", re.I)
+
+
+def _mid_sentence(skill: str, name: str) -> str | None:
+    for m in re.finditer(rf"\b{re.escape(name)}\b", skill):
+        before = skill[: m.start()].rstrip()
+        if before and before[-1] not in ".!?:\n":
+            return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -63,8 +165,9 @@ def answer_identifiers(task: Task) -> set[str]:
     return {n for n in names if len(n) >= 3 and n.lower() not in _COMMON}
 
 
-def screen(skill: str, task: Task) -> Screen:
-    """Why ``skill`` may not be used (empty: it may)."""
+def screen(skill: str, task: Task, repo: RepoNames | None = None) -> Screen:
+    """Why ``skill`` may not be used (empty: it may). ``repo``: the repository's names
+    (:func:`repository_names`, computed when not given)."""
     reasons: list[str] = []
     words = skill.split()
     if not words:
@@ -78,9 +181,22 @@ def screen(skill: str, task: Task) -> Screen:
         reasons.append(f"names a path ({path.group(0)})")
     if _CODE.search(skill):
         reasons.append("contains code or diff text")
-    leaked = sorted(i for i in answer_identifiers(task) if re.search(rf"\b{re.escape(i)}\b", skill))
+    repo = repo if repo is not None else repository_names(task)
+    fix = answer_identifiers(task)
+    exact = fix | repo.code | repo.files
+    leaked = sorted(i for i in exact if re.search(rf"\b{re.escape(i)}\b", skill, 0 if _code_shaped(i) else re.I))
+    leaked += sorted(n for n in repo.classes if _mid_sentence(skill, n))
     if leaked:
         reasons.append("names identifiers of the repository or the fix: " + ", ".join(leaked[:8]))
+    said = []
+    for ident in sorted(fix):
+        words = split_words(ident.rsplit(".", 1)[0])
+        if len(words) >= 2 and all(len(w) >= 2 for w in words) and not all(w in _COMMON for w in words):
+            m = _paraphrase(words).search(skill)
+            if m and ident not in leaked:
+                said.append(f"{m.group(0)!r} for {ident}")
+    if said:
+        reasons.append("paraphrases identifiers of the fix: " + ", ".join(said[:4]))
     return Screen(not reasons, tuple(reasons))
 
 
@@ -122,6 +238,7 @@ class SkillTeacher:
         feedback = ""
         rejected: list[list[str]] = []
         text = ""
+        repo = repository_names(task)
         for attempt in range(1, self.retries + 1):
             prompt = PROMPT.read_text().format(
                 pairing=pairing, feedback=feedback, issue=task.problem_statement.strip()[:6000],
@@ -129,7 +246,7 @@ class SkillTeacher:
                 label_b=label(b) if b is not None else "none", attempt_b=digest(b, 4000) if b is not None else "(none)")
             text = self.client.complete([{"role": "user", "content": prompt}], []).text
             skill = _section(text, "Skill")
-            verdict = screen(skill, task)
+            verdict = screen(skill, task, repo)
             if verdict.ok:
                 return SkillReport(task.instance_id, text, skill, attempt, rejected)
             rejected.append(list(verdict.reasons))

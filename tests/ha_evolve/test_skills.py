@@ -72,3 +72,23 @@ def test_ablation_forms():
     assert "ttlcache/clock.py" in hint and not screen(hint, TASK).ok  # the leaking form leaks, by design
     lib = skill_library(TASK)
     assert screen(lib, TASK).ok and "edge" in lib
+
+
+def test_screen_rejects_the_repositorys_names_and_paraphrases_of_the_fix():
+    for leak, why in [("Check how LRUStore orders its entries.", "LRUStore"),      # a class of the repository
+                      ("Make TTLCache forget entries at the deadline.", "TTLCache"),
+                      ("Keep the work inside the ttlcache package.", "ttlcache"),  # its package directory
+                      ("The conftest fixtures freeze time.", "conftest"),          # one of its file names
+                      ("Ask the Clock whether a deadline passed.", "Clock"),       # a plain-word class, as a name
+                      ("Restart the TTL separately from moving the entry.", "paraphrases identifiers of the fix"),
+                      ("Keep restarting ttl apart from reordering.", "_restart_ttl"),
+                      ("Do not let link front stamp anything.", "_link_front")]:
+        verdict = screen(leak, TASK)
+        assert not verdict.ok and any(why in r for r in verdict.reasons), (leak, verdict)
+
+
+def test_screen_keeps_innocent_text():
+    for text in ["Verify each class separately before trusting the whole suite.",
+                 "Clock skew between reads and writes matters: compare at the boundary itself.",
+                 GOOD]:
+        assert screen(text, TASK).ok, (text, screen(text, TASK))
