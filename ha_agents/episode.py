@@ -54,13 +54,15 @@ def make_agent(spec: str, options: ModelOptions | None = None) -> LLMClient:
                                            ("max_tokens", o.max_tokens)) if v is not None})
         return OpenAIClient(cfg)
     if spec.startswith("replay:"):
-        return ReplayClient(spec[len("replay:"):])
+        return ReplayClient(spec[len("replay:"):], run=None)  # a seeded episode draws a recorded run
     if spec.startswith("hf:"):
         from .llm.hf import TransformersClient
 
         kw: dict[str, Any] = {}
         if o.temperature is not None:
             kw["temperature"] = o.temperature
+        if o.top_p is not None:
+            kw["top_p"] = o.top_p
         if o.max_tokens is not None:
             kw["max_new_tokens"] = o.max_tokens
         return TransformersClient(spec[len("hf:"):], **kw)

@@ -346,7 +346,13 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not args.resume:
         raise ValueError(f"{out} is not empty: pass --resume to continue that run, or another --out")
-    evo = Evolution(out, tasks, args.model, _spec(args.harness), proposer, config,
+    from ha_cli.sampling import greedy_warning, model_options
+
+    options = model_options(args)
+    note = greedy_warning(args.model, options, args.group_size)
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    evo = Evolution(out, tasks, args.model, _spec(args.harness), proposer, config, model_options=options,
                     progress=lambda text: print(text, file=sys.stderr, flush=True))
     final = evo.run()
     print(table(out))
@@ -412,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ha", description="harnessadapt: repair environments, harnesses, evaluation")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
+    from ha_cli.sampling import add_sampling_args
     from ha_cli.train_cmd import add_train_parser
 
 
@@ -529,8 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--candidates", type=int, default=1, help="proposals per round (they share the current side)")
-    p.add_argument("--decide-by", choices=["gate", "stat"], default="gate",
-                   help="the paper's dual-rate gate, or the bootstrap version (both are logged)")
+    p.add_argument("--decide-by", choices=["auto", "paired", "gate", "stat"], default="auto",
+                   help="auto (default): the paired rule with a confidence requirement below 184 rollouts a side, the "
+                   "paper's point rule from there; paired; gate (the paper's); stat (bootstrap). All are logged")
     p.add_argument("--attribute", action="store_true", help="leave-one-component-out after an acceptance")
     p.add_argument("--epoch", type=int, default=1)
     p.add_argument("--sandbox", default="local")
@@ -538,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/evolve")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    add_sampling_args(p)
     p.set_defaults(func=cmd_evolve_run)
     p = evolve.add_parser("log", help="the evolution log as a table (the paper's Table 15 layout)")
     p.add_argument("dir")

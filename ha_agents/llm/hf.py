@@ -28,7 +28,8 @@ from .base import Completion, LLMError
 
 class TransformersClient:
     def __init__(self, path: str | None, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None,
-                 seed: int = 0, model: Any = None, tokenizer: Any = None, eos_token: str | None = None) -> None:
+                 seed: int = 0, model: Any = None, tokenizer: Any = None, eos_token: str | None = None,
+                 top_p: float | None = None) -> None:
         try:
             import torch
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -37,6 +38,8 @@ class TransformersClient:
         self.name = path or getattr(getattr(model, "config", None), "name_or_path", "") or "local-model"
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
+        self.top_p = top_p
+        """Nucleus sampling (None or 1: off); used only when sampling (temperature > 0)."""
         self.seed = seed
         self._draws = itertools.count()
         self._lock = threading.Lock()
@@ -86,7 +89,8 @@ class TransformersClient:
                 with torch.no_grad():
                     out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=budget,
                                               do_sample=sample, temperature=self.temperature if sample else None,
-                                              top_p=None, top_k=None, eos_token_id=self.eos_id,
+                                              top_p=self.top_p if sample and self.top_p not in (None, 1.0) else None, top_k=None,
+                                              eos_token_id=self.eos_id,
                                               pad_token_id=self.eos_id, output_scores=True,
                                               return_dict_in_generate=True)
             finally:

@@ -63,25 +63,44 @@ class ScriptedClient:
 
 
 class ReplayClient(ScriptedClient):
-    """Replays the assistant messages of one recorded episode (a trajectories.jsonl line)."""
+    """Replays the assistant messages of one recorded episode (a trajectories.jsonl line).
 
-    def __init__(self, path: str | Path, instance_id: str | None = None, run: int = 1) -> None:
+    ``run``: which recorded run of the task; ``None`` draws one per episode from the episode's
+    sampling seed (the first call's ``seed``: a group's members draw different runs, reproducibly),
+    or replays run 1 when the episode has no seed."""
+
+    def __init__(self, path: str | Path, instance_id: str | None = None, run: int | None = 1) -> None:
         self.path = Path(path)
         self.records = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
         if not self.records:
             raise LLMError(f"{path}: no trajectories to replay")
         super().__init__([], name=f"replay:{self.path.name}", strict=True)
         self.run = run
+        self._instance: str | None = None
         if instance_id is not None:
             self.start_instance(instance_id)
 
-    def start_instance(self, instance_id: str) -> None:
-        recs = [r for r in self.records if r["instance_id"] == instance_id and int(r.get("run", 1)) == self.run]
+    def runs_of(self, instance_id: str) -> list[int]:
+        return sorted({int(r.get("run", 1)) for r in self.records if r["instance_id"] == instance_id})
+
+    def start_instance(self, instance_id: str, run: int | None = None) -> None:
+        run = run if run is not None else (self.run if self.run is not None else 1)
+        recs = [r for r in self.records if r["instance_id"] == instance_id and int(r.get("run", 1)) == run]
         if not recs:
-            raise LLMError(f"{self.path}: no trajectory of {instance_id} (run {self.run}) to replay")
+            raise LLMError(f"{self.path}: no trajectory of {instance_id} (run {run}) to replay")
+        self._instance = instance_id
+        self.replaying = run
         self.responses = [{k: v for k, v in m.items() if k in ("content", "tool_calls", "finish_reason")}
                           for m in recs[0]["messages"] if m["role"] == "assistant"]
         self.calls = 0
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 prompt_ids: list[int] | None = None, max_tokens: int | None = None,
+                 seed: int | None = None) -> Completion:
+        if self.run is None and self.calls == 0 and seed is not None and self._instance is not None:
+            runs = self.runs_of(self._instance)
+            self.start_instance(self._instance, runs[seed % len(runs)])
+        return super().complete(messages, tools, prompt_ids, max_tokens, seed)
 
     def start(self, task: Task, info: dict[str, Any]) -> None:
         self.start_instance(task.instance_id)

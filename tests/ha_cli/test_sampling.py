@@ -1,0 +1,72 @@
+"""`ha evolve run` samples: --temperature and --top-p reach every request of an `openai:` model,
+each group member sends its own seed and both sides of a comparison the same ones; `replay:`
+draws a recorded run per member; `hf:` models sample with top-p."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ha_agents.episode import make_agent
+from ha_agents.llm.fake_server import FakeOpenAIServer
+from ha_agents.llm.options import ModelOptions
+from ha_cli.main import main
+
+SUBMIT = {"content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                          "function": {"name": "submit", "arguments": "{}"}}]}
+
+
+def test_evolve_run_passes_sampling_and_a_seed_per_member(tmp_path, capsys):
+    with FakeOpenAIServer(lambda body: SUBMIT) as srv:
+        assert main(["evolve", "run", "--suite", "mini", "--instances", "mini__js_template", "--model",
+                     f"openai:m@{srv.url}", "--proposer", "rule", "--rounds", "1", "--group-size", "3",
+                     "--temperature", "0.7", "--top-p", "0.9", "--seed", "5", "--out", str(tmp_path / "evo")]) == 0
+        bodies = list(srv.requests)
+    assert bodies and all(b["temperature"] == 0.7 and b["top_p"] == 0.9 for b in bodies)
+    seeds = [b["seed"] for b in bodies]
+    assert len(seeds) == 6 and len(set(seeds)) == 3  # three members, each its own seed, on both sides alike
+    recs = [json.loads(line) for line in (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()]
+    (p,) = [r for r in recs if r["kind"] == "proposal"]
+    assert p["decided_by"] == "paired" and p["decision_reason"].startswith("not enough evidence")
+    assert "greedy" not in capsys.readouterr().err
+
+
+def test_a_greedy_group_is_warned_about(tmp_path, capsys):
+    with FakeOpenAIServer(lambda body: SUBMIT) as srv:
+        assert main(["evolve", "run", "--suite", "mini", "--instances", "mini__js_template", "--model",
+                     f"openai:m@{srv.url}", "--proposer", "rule", "--rounds", "1", "--group-size", "2",
+                     "--out", str(tmp_path / "evo")]) == 0
+    assert "(greedy)" in capsys.readouterr().err
+    assert main(["evolve", "run", "--suite", "mini", "--model", "oracle", "--top-p", "1.5",
+                 "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_replay_draws_a_recorded_run_per_member(tmp_path):
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text("".join(json.dumps({"instance_id": "t", "run": k, "messages": [
+        {"role": "assistant", "content": f"run {k}"}]}) + "\n" for k in (1, 2, 3)))
+    agent = make_agent(f"replay:{path}")
+
+    def first(seed):
+        agent.start_instance("t")
+        return agent.complete([], [], seed=seed).message["content"]
+
+    drawn = {first(s) for s in range(12)}
+    assert drawn == {"run 1", "run 2", "run 3"}
+    assert first(7) == first(7) and first(None) == "run 1"  # reproducible; unseeded: run 1, as before
+
+
+def test_hf_models_sample_with_top_p(tmp_path):
+    pytest.importorskip("transformers")
+    from ha_agents.train.models import init_model
+
+    model = init_model(tmp_path / "m", "qwen", hidden=32, layers=1, heads=2, vocab_size=500)
+    msgs = [{"role": "user", "content": "fix the bug"}]
+    greedy = make_agent(f"hf:{model}", ModelOptions(max_tokens=12)).complete(msgs, [], seed=1)
+    nucleus = make_agent(f"hf:{model}", ModelOptions(temperature=1.0, top_p=1e-9, max_tokens=12))
+    assert nucleus.top_p == 1e-9
+    # a nucleus this small keeps only the most likely token: sampling at temperature 1 is greedy
+    assert [nucleus.complete(msgs, [], seed=s).token_ids for s in (1, 2)] == [greedy.token_ids] * 2
+    wide = make_agent(f"hf:{model}", ModelOptions(temperature=1.0, max_tokens=12))
+    assert len({tuple(wide.complete(msgs, [], seed=s).token_ids) for s in range(4)}) > 1
