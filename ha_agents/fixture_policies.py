@@ -16,11 +16,15 @@ not show, in its outcomes:
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable
 
 from ha_envs.actions import ToolCall
 from ha_envs.harness.parsers import render_call
 from ha_envs.task import Task
+
+
+Solver = Callable[[Task, dict[str, Any]], list[ToolCall]]
+"""The calls that solve a task under the harness ``info`` describes (``policies`` passes the oracle's plan)."""
 
 
 class _Deciding:
@@ -29,7 +33,8 @@ class _Deciding:
 
     name = "deciding"
 
-    def __init__(self) -> None:
+    def __init__(self, solve: Solver) -> None:
+        self.solve = solve
         self._task: Task | None = None
         self._info: dict[str, Any] = {}
         self._plan: list[ToolCall] | None = None
@@ -62,12 +67,6 @@ def _give_up(info: dict[str, Any]) -> list[ToolCall]:
     return look + [ToolCall("submit", {})]
 
 
-def _solve(task: Task, info: dict[str, Any]) -> list[ToolCall]:
-    from .policies import OraclePolicy
-
-    return OraclePolicy().plan(task, info)
-
-
 class ToolUserPolicy(_Deciding):
     """Solves the task exactly when the harness offers ``tool`` (and uses it); else gives up."""
 
@@ -77,7 +76,7 @@ class ToolUserPolicy(_Deciding):
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
         if self.tool not in _names(info):
             return _give_up(info)
-        plan = _solve(task, info)  # the oracle's plan runs run_tests before submitting when offered
+        plan = self.solve(task, info)  # the oracle's plan runs run_tests before submitting when offered
         return plan if any(c.name == self.tool for c in plan) else plan[:-1] + [ToolCall(self.tool, {}), plan[-1]]
 
 
@@ -90,4 +89,4 @@ class CoinPolicy(_Deciding):
 
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
         rng = random.Random(seed) if seed is not None else random.Random()
-        return _solve(task, info) if rng.random() < self.p_heads else _give_up(info)
+        return self.solve(task, info) if rng.random() < self.p_heads else _give_up(info)

@@ -21,6 +21,7 @@ from ha_envs.sandbox.workcopy import prepare_snapshot
 from ha_envs.task import Task
 
 from .patch_edits import PatchEditError, patch_to_edits
+from .fixture_policies import CoinPolicy, ToolUserPolicy
 
 
 class Policy(Protocol):
@@ -126,9 +127,14 @@ def _read_from_snapshot(task: Task, path: str) -> str:
     return (snap.path / path).read_bytes().decode("utf-8", "surrogateescape")
 
 
-from .fixture_policies import CoinPolicy, ToolUserPolicy  # noqa: E402 - registered beside the scripted ones
+def _oracle_plan(task: Task, info: dict[str, Any]) -> list[ToolCall]:
+    return OraclePolicy().plan(task, info)
 
-POLICIES = {"oracle": OraclePolicy, "null": NullPolicy, "tool_user": ToolUserPolicy, "coin": CoinPolicy}
+
+POLICIES: dict[str, Callable[[], Policy]] = {
+    "oracle": OraclePolicy, "null": NullPolicy,
+    "tool_user": lambda: ToolUserPolicy(_oracle_plan), "coin": lambda: CoinPolicy(_oracle_plan)}
+"""Policy factories by name (``--model NAME``)."""
 
 
 def make_policy(name: str) -> Policy:
