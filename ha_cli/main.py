@@ -336,13 +336,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def cmd_evolve_run(args: argparse.Namespace) -> int:
     from ha_evolve.proposers import ProposerOptions, make_proposer
     from ha_evolve.report import figures, table
+    from ha_cli.gate_args import gate_config
     from ha_evolve.schedule import EvolveConfig, Evolution
 
     tasks = _tasks(args)
     proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
     config = EvolveConfig(rounds=args.rounds, group_size=args.group_size, candidates=args.candidates,
                           decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch, sandbox=args.sandbox,
-                          workers=args.workers, seed=args.seed)
+                          workers=args.workers, seed=args.seed, **gate_config(args))
     out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not args.resume:
         raise ValueError(f"{out} is not empty: pass --resume to continue that run, or another --out")
@@ -418,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ha", description="harnessadapt: repair environments, harnesses, evaluation")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
+    from ha_cli.gate_args import add_gate_args
     from ha_cli.sampling import add_sampling_args
     from ha_cli.train_cmd import add_train_parser
 
@@ -547,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/evolve")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_sampling_args(p)
+    add_gate_args(p)
     p.set_defaults(func=cmd_evolve_run)
     p = evolve.add_parser("log", help="the evolution log as a table (the paper's Table 15 layout)")
     p.add_argument("dir")

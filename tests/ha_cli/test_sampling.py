@@ -70,3 +70,15 @@ def test_hf_models_sample_with_top_p(tmp_path):
     assert [nucleus.complete(msgs, [], seed=s).token_ids for s in (1, 2)] == [greedy.token_ids] * 2
     wide = make_agent(f"hf:{model}", ModelOptions(temperature=1.0, max_tokens=12))
     assert len({tuple(wide.complete(msgs, [], seed=s).token_ids) for s in range(4)}) > 1
+
+
+def test_the_paired_gate_settings_reach_the_log(tmp_path):
+    out = tmp_path / "evo"
+    assert main(["evolve", "run", "--suite", "mini", "--instances", "mini__js_template", "--model", "null",
+                 "--proposer", "rule", "--rounds", "1", "--group-size", "2", "--min-tasks", "1", "--level", "0.9",
+                 "--out", str(out)]) == 0
+    (p,) = [json.loads(line) for line in (out / "evolution.jsonl").read_text().splitlines() if '"proposal"' in line]
+    assert p["paired"]["min_tasks"] == 1 and p["paired"]["level"] == 0.9
+    assert p["decision_reason"] == "neither rate rose"  # one task suffices now, and null never solves it
+    assert main(["evolve", "run", "--suite", "mini", "--model", "null", "--level", "1.0",
+                 "--out", str(tmp_path / "bad")]) == 2
