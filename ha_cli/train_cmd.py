@@ -21,7 +21,7 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--model", required=True, help="a local Hugging Face model directory (nothing is downloaded)")
     p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
                    help="build a tiny randomly initialised model of this family at --model when it does not exist")
-    p.add_argument("--harness", default="h0", help="preset, spec file, or train-edit (small text-tool harness)")
+    p.add_argument("--harness", default="h0", help="preset (train-edit: the small text-tool harness) or spec file")
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--tasks-per-update", type=int, default=46)
     p.add_argument("--group-size", type=int, default=4)
@@ -73,10 +73,6 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
 def resolve_harness(ref: str) -> Any:
     from ha_envs.harness import load_spec
 
-    if ref == "train-edit":
-        from ha_agents.train.recipes import TRAIN_HARNESS
-
-        return TRAIN_HARNESS
     return load_spec(ref)
 
 
@@ -102,6 +98,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return launch(args, tasks, spec, out)
     _need_torch()
     from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
+    from ha_agents.episode import EpisodeConfig
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.losses import LossConfig
 
@@ -124,12 +121,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.exclude_benchmark or args.pool_k:
         evaluation = []
         if args.exclude_benchmark:
-            from ha_envs.benchmarks import load_benchmark
+            from ha_envs.swe_datasets import load_benchmark
 
             evaluation = load_benchmark(args.exclude_benchmark)
         report = build_pool(tasks, evaluation=evaluation, agent=trainer.client() if args.pool_k else None,
-                            k=max(1, args.pool_k), harness=spec, out=out / "pool", seed=args.seed, ledger=ledger,
-                            token_mode=trainer.token_mode, workers=args.workers, sandbox=args.sandbox)
+                            k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
+                            harness=EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=trainer.token_mode))
         print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
               f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
         tasks = report.tasks
@@ -200,7 +197,7 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:
     """The first prompt's length; a ValueError when it leaves no room to generate."""
     import ha_envs
-    from ha_agents.tokens import as_codec
+    from ha_agents.chat.tokens import as_codec
 
     template, tok = token_mode.resolve()
     env = ha_envs.make(task=task, harness=spec)

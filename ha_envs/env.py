@@ -29,7 +29,11 @@ from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
                 "sandbox_error", "grading_error", "model_error")
-MASKED = {"sandbox_error", "grading_error", "model_error"}
+MASKED = frozenset({"sandbox_error", "grading_error", "model_error"})
+"""Terminations of an infrastructure fault: no verdict, the sample carries no gradient."""
+TRUNCATED = frozenset({"max_turns", "context_limit", "agent_timeout"})
+"""Terminations of an episode that ran out of budget: graded as it stands, dropped by GRPO (the
+paper) unless a trainer keeps them."""
 
 SYSTEM_PROMPT = """You are an expert software engineer fixing an issue in the repository at {workdir}.
 You act through a bash shell that keeps its state (cwd, exported variables) between commands.
@@ -147,6 +151,11 @@ class RepairEnv(gym.Env):
         if callable(self._sandbox_kind):
             return self._sandbox_kind(task)
         return make_sandbox(self._sandbox_kind, task, **self._sandbox_options)
+
+    @property
+    def command_timeout_s(self) -> float:
+        """The cap on one command in the sandbox (the harness's ``limits.command_timeout_s``)."""
+        return float(self._sandbox_options.get("command_timeout_s", 120.0))
 
     def configure(self, max_turns: int | None = None, max_format_errors: int | None = None,
                   sandbox_options: dict[str, Any] | None = None) -> None:

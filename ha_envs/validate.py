@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from .grading.grader import NETWORK_SIGNS, Grader, GradeReport, GradingError
-from .grading.parsers import PASSED, SKIPPED, XFAIL
+from .grading.log_parsers import PASSED, SKIPPED, XFAIL
 from .sandbox.base import SandboxError
 from .task import Task
 
@@ -221,9 +221,9 @@ def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: li
 def environment_of(task: Task, build: bool = True) -> dict:
     """The environment build's record for ``task`` plus its snapshot's pre-install steps; ``build``
     False: only what is already on disk (never starts a build)."""
-    from .sandbox.pyenv import build_report, python_env
-    from .sandbox.setup_steps import setup_report
-    from .sandbox.workcopy import prepare_snapshot
+    from .provision.pyenv import build_report, python_env
+    from .provision.setup_steps import setup_report
+    from .provision.workcopy import prepare_snapshot
 
     out: dict = {}
     try:

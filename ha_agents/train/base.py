@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..grpo import group_advantages
+from .grpo import group_advantages
 from ..llm.base import LLMClient
 
 TRUNCATED = ("max_turns", "context_limit", "agent_timeout")

@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ha_envs.task import Task
 
-from ..rollouts import collect
+from ..episode import EpisodeConfig
+from ..runs.rollouts import collect
 from .driver import RolloutLedger
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ class PoolReport:
 
 
 def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] | None = None, agent: Any = None,
-               k: int = 4, harness: Any = "h0", out: str | Path | None = None, seed: int = 0,
+               k: int = 4, harness: Any = "h0", out: str | Path | None = None, seed: int = 0,  # harness: or an EpisodeConfig
                ledger: RolloutLedger | None = None, **collect_kw: Any) -> PoolReport:
     evaluation = evaluation or []
     eval_ids = {t.instance_id for t in evaluation}
@@ -56,7 +57,7 @@ def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] |
     if agent is not None:
         if out is None:
             raise ValueError("filtering by the policy needs out= (where its rollouts go)")
-        records = collect(candidates, k, agent, harness, out=out, seed=seed, **collect_kw)
+        records = collect(candidates, k, agent, replace(EpisodeConfig.of(harness), seed=seed), out=out, **collect_kw)
         report.preparation_rollouts = len(records)
         if ledger is not None:
             ledger.add("preparation", len(records))

@@ -47,7 +47,7 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.loaders import resolve_tasks
 from ha_envs.task import Task
 
-from ..chat_template import ModelTemplate, template_view
+from ..chat.template import ModelTemplate, template_view
 from .base import TRUNCATED
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def load_tasks(source: dict[str, Any]) -> dict[str, Task]:
 def _load_tasks(items: tuple[tuple[str, Any], ...]) -> dict[str, Task]:
     source = dict(items)
     if source.get("benchmark"):
-        from ha_envs.benchmarks import load_benchmark
+        from ha_envs.swe_datasets import load_benchmark
 
         tasks = load_benchmark(source["benchmark"], source=source.get("data"))
     else:

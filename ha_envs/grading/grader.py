@@ -33,9 +33,9 @@ from ..sandbox.base import Sandbox, SandboxError
 from ..sandbox.local import LocalSandbox, LocalSandboxConfig
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
-from ..sandbox.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
+from ..provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import REAL_BENCHMARKS, Task
-from .parsers import ERROR, FAILED, get_parser
+from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
 from .protect import test_dir_of
@@ -558,7 +558,7 @@ def decide(report: GradeReport, task: Task, statuses: dict[str, str], rules: str
     report.fail_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.fail_to_pass}
     report.pass_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.pass_to_pass}
     if rules_for(task, rules) == "r2e":
-        from .parsers import decolor
+        from .log_parsers import decolor
 
         expected = {decolor(k): v for k, v in (task.metadata.get("expected_output") or {}).items()}
         got = {decolor(k): v for k, v in statuses.items()}

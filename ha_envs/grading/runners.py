@@ -37,7 +37,7 @@ from typing import Callable, Protocol
 
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
-from .parsers import FAILED, PASSED
+from .log_parsers import FAILED, PASSED
 
 GUARD_DIR = Path(__file__).parent / "guards"
 
