@@ -21,6 +21,7 @@ from ha_envs.task import Task
 
 from ..episode import EpisodeConfig
 from ..llm.options import ModelOptions
+from ..records.episode_record import classify
 from ..records.export import write_traj_json
 from ..records.log import JsonlLog
 from .rollouts import collect
@@ -93,7 +94,7 @@ def summarize(records: list[dict[str, Any]], ids: list[str], runs: int, model: s
         s.pass_at_1.append(sum(outcomes) / len(ids) if ids else 0.0)
         for i, ok in zip(ids, outcomes):
             s.per_instance.setdefault(i, []).append(ok)
-    s.masked = sum(1 for r in by_key.values() if r.get("mask_sample"))
+    s.masked = sum(1 for r in by_key.values() if classify(r).masked)
     s.suspicious = sum(1 for r in by_key.values() if (r.get("grade") or {}).get("flags"))
     s.mean_pass_at_1 = sum(s.pass_at_1) / runs if runs else 0.0
     return s

@@ -28,8 +28,8 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from .grpo import group_advantages
 from ..llm.base import LLMClient
+from ..records.episode_record import classify
 
-TRUNCATED = ("max_turns", "context_limit", "agent_timeout")
 
 
 @dataclass
@@ -73,15 +73,16 @@ def prepare_batch(records: Sequence[Mapping[str, Any]], policy: BatchPolicy = Ba
     """Records (``trajectories.jsonl`` lines) -> the samples an update trains on, in a stable order."""
     dropped: Counter[str] = Counter()
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: (str(r.get("group", r["instance_id"])), int(r.get("run", 1)))):
-        if r.get("mask_sample"):
+    for r in sorted(records, key=lambda r: (classify(r).group, int(r.get("run", 1)))):
+        o = classify(r)
+        if o.masked:
             dropped["masked"] += 1
         elif r.get("token_error") or not any(r.get("loss_mask") or ()):
             dropped["no_tokens"] += 1
-        elif r.get("termination") in TRUNCATED and policy.truncated == "drop":
+        elif o.truncated and policy.truncated == "drop":
             dropped["truncated"] += 1
         else:
-            groups[str(r.get("group", r["instance_id"]))].append(r)
+            groups[o.group].append(r)
     samples: list[Sample] = []
     for g, members in groups.items():
         rewards = [float(r["reward"]) for r in members]

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from statistics import mean, stdev
 from typing import Iterable, Mapping
 
+from ..records.episode_record import classify
+
 
 @dataclass(frozen=True)
 class Rollout:
@@ -30,9 +32,8 @@ class Rollout:
 
     @classmethod
     def from_record(cls, rec: Mapping) -> "Rollout":
-        return cls(group=str(rec.get("group", rec["instance_id"])), reward=float(rec["reward"]),
-                   truncated=rec.get("termination") in ("max_turns", "context_limit", "agent_timeout"),
-                   masked=bool(rec.get("mask_sample", False)))
+        o = classify(rec)
+        return cls(group=o.group, reward=float(rec["reward"]), truncated=o.truncated, masked=o.masked)
 
 
 def group_advantages(rewards: list[float], normalize_std: bool = False, eps: float = 1e-6) -> list[float]:

@@ -21,6 +21,7 @@ from typing import Any
 from ha_envs.task import Task
 
 from ..episode import EpisodeConfig
+from ..records.episode_record import classify
 from ..runs.rollouts import collect
 from .driver import RolloutLedger
 
@@ -63,7 +64,7 @@ def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] |
             ledger.add("preparation", len(records))
         wins: dict[str, list[bool]] = defaultdict(list)
         for r in records:
-            if not r.get("mask_sample"):
+            if not classify(r).masked:
                 wins[r["instance_id"]].append(bool(r["resolved"]))
         report.solved_always = sorted(i for i, w in wins.items() if len(w) == k and all(w))
         candidates = [t for t in candidates if t.instance_id not in set(report.solved_always)]
