@@ -124,7 +124,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             from ha_envs.swe_datasets import load_benchmark
 
             evaluation = load_benchmark(args.exclude_benchmark)
-        report = build_pool(tasks, evaluation=evaluation, agent=trainer.client() if args.pool_k else None,
+        report = build_pool(tasks, evaluation=evaluation, model=trainer.client() if args.pool_k else None,
                             k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
                             harness=EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=trainer.token_mode))
         print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "

@@ -3,7 +3,7 @@
 ``build_pool(tasks, n, ...)``:
 - refuses (``ValueError``) any task whose instance id is in the evaluation set, and warns (and
   reports) tasks whose repository is also an evaluation repository;
-- with ``agent``: runs ``k`` samples of every candidate with the current policy and drops the tasks
+- with ``model``: runs ``k`` samples of every candidate with the current policy and drops the tasks
   it solves in all ``k`` (they would only ever form all-success groups); these rollouts count as
   ``preparation`` in the ledger;
 - samples ``n`` of the rest (seeded).
@@ -37,7 +37,7 @@ class PoolReport:
     preparation_rollouts: int = 0
 
 
-def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] | None = None, agent: Any = None,
+def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] | None = None, model: Any = None,
                k: int = 4, harness: Any = "h0", out: str | Path | None = None, seed: int = 0,  # harness: or an EpisodeConfig
                ledger: RolloutLedger | None = None, **collect_kw: Any) -> PoolReport:
     evaluation = evaluation or []
@@ -55,10 +55,10 @@ def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] |
         log.warning("%d training task(s) share repository %s with the evaluation set (e.g. %s)", len(ids), repo, ids[0])
     candidates = list(tasks)
     report = PoolReport(tasks=[], repo_overlap=dict(overlap))
-    if agent is not None:
+    if model is not None:
         if out is None:
             raise ValueError("filtering by the policy needs out= (where its rollouts go)")
-        records = collect(candidates, k, agent, replace(EpisodeConfig.of(harness), seed=seed), out=out, **collect_kw)
+        records = collect(candidates, k, model, replace(EpisodeConfig.of(harness), seed=seed), out=out, **collect_kw)
         report.preparation_rollouts = len(records)
         if ledger is not None:
             ledger.add("preparation", len(records))

@@ -27,7 +27,7 @@ from ha_envs.sandbox.local import LocalSandboxConfig
 from ha_envs.task import EnvironmentSpec
 
 from tests.conftest import require_bwrap
-from tests.ha_envs.test_benchmarks import DATA, require_data
+from tests.ha_envs.test_swe_datasets import DATA, require_data
 
 
 IID = "instance_ansible__ansible-0ea40e09d1b35bcb69ff4d9cecf3d0defa4b36e8-v30a923fb5c164d6cd18280c02422f75e611e8fb2"

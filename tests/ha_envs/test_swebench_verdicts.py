@@ -19,7 +19,7 @@ from ha_envs.grading.verdicts import (fail_only, rules_for, strict_verdict, sweb
                                       task_verdict)
 from tests.conftest import _git_diff, require_bwrap
 
-from tests.ha_envs.test_benchmarks import DATA, require_data
+from tests.ha_envs.test_swe_datasets import DATA, require_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "swebench_logs"
 MAJOR = int(swebench_version().split(".")[0])
