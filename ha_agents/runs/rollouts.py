@@ -11,7 +11,6 @@ there. ``sample`` is the record's ``run`` field (1-based).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -25,6 +24,7 @@ from ..episode import EpisodeConfig, error_record, run_episode
 from ..llm.registry import check_model_spec
 from ..records.log import JsonlLog
 from .progress import EpisodeProgress
+from .ray_cluster import init_ray
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +99,12 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
 
 def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
                  finished: Callable[[dict[str, Any]], None], skills: dict[str, str]) -> None:
-    """Ray tasks, at most ``workers`` in flight; connects to the cluster in RAY_ADDRESS or starts a
-    local one. Records come back to this process, which alone writes the log."""
+    """Ray tasks, at most ``workers`` in flight; on the Ray this process already runs, else the
+    cluster in RAY_ADDRESS, else a private local one (never a cluster it was not asked to join).
+    Records come back to this process, which alone writes the log."""
     import ray
 
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False,
-                 include_dashboard=False)
+    init_ray()
     remote = ray.remote(num_cpus=1, max_retries=2)(_episode)
     config_ref = ray.put(config)
     pending: list[Any] = []

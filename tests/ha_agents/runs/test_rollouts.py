@@ -9,6 +9,7 @@ import pytest
 
 from ha_agents.train.grpo import Rollout, rates
 from ha_envs.provision.workcopy import cache_root
+from ha_agents.runs.ray_cluster import init_ray
 from ha_agents.runs.rollouts import collect
 from ha_envs.loaders import load_suite
 
@@ -45,7 +46,7 @@ def test_collect_groups_stream_and_resume(tmp_path):
 
 def test_collect_on_ray(tmp_path):
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    init_ray(address="local", num_cpus=2)
     try:
         ts = tasks("mini__semver_ranges", "mini__ttl_cache")
         recs = collect(ts, 2, "null", "h0", out=tmp_path / "ray", workers=2,

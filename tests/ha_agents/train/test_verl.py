@@ -21,6 +21,7 @@ if not os.environ.get("CI"):
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from ha_agents.runs.ray_cluster import init_ray  # noqa: E402
 from ha_agents.train.recipes import TRAIN_HARNESS  # noqa: E402
 from ha_agents.train.verl_launch import agent_loop_yaml, paper_overrides, write_dataset  # noqa: E402
 
@@ -169,8 +170,7 @@ def test_agent_loop_worker_on_local_ray_then_verls_advantage_and_loss(model_dir,
 
     y = agent_loop_yaml(tmp_path / "loop.yaml", TRAIN_HARNESS, {"suite": "mini"})
     cfg = _config(model_dir, y, response_length=3000)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "CI": os.environ.get("CI", "")}})
+    init_ray(address="local", num_cpus=2, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "CI": os.environ.get("CI", "")}})
     try:
         server = ScriptedServer(str(model_dir), [_gold_call(), SUBMIT])
         bad = ScriptedServer(str(model_dir), [SUBMIT])
