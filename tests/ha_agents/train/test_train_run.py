@@ -157,10 +157,10 @@ def test_context_budget_that_cannot_fit_the_first_prompt(tmp_path, capsys):
     assert rc == 2 and "first prompt of mini__ini_interpolation is" in capsys.readouterr().err
 
 
-def test_readme_custom_algorithm_example_runs(tmp_path):
-    text = (ROOT / "README.md").read_text()
+def test_docs_custom_algorithm_example_runs(tmp_path):
+    text = (ROOT / "docs" / "training.md").read_text()
     block = re.search(r"<!-- example: custom-trainer -->\n```python\n(.*?)```", text, re.S)
-    assert block, "README lost its custom-trainer example"
+    assert block, "docs/training.md lost its custom-trainer example"
     code = block.group(1)
     assert len(code.strip().splitlines()) <= 30
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
