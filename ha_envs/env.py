@@ -28,7 +28,7 @@ from .sandbox.base import PatchError
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
-                "sandbox_error", "grading_error", "model_error")
+                "sandbox_error", "grading_error", "model_error", "verdict_tampered")
 MASKED = {"sandbox_error", "grading_error", "model_error"}
 
 SYSTEM_PROMPT = """You are an expert software engineer fixing an issue in the repository at {workdir}.
@@ -286,6 +286,8 @@ class RepairEnv(gym.Env):
         if leaked:
             report.flag("hidden_test_names_in_actions", "the agent wrote the names of hidden tests it cannot "
                         "have seen: " + ", ".join(leaked[:10]))
+        if report.status == "verdict_tampered":  # the agent's doing (canaries, exit status): graded 0, not masked
+            info["termination"] = "verdict_tampered"
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
         info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
