@@ -170,7 +170,7 @@ def _titled(host: str) -> bool:
     return host.endswith((".js", ".mjs", ".cjs"))
 
 
-_FAIL_FAST = re.compile(r"(?:^|\s)(?:-x|--exitfirst|--maxfail(?:=|\s)|-failfast|--bail|-b)(?=\s|$|=)")
+_FAIL_FAST = re.compile(r"(?:^|\s)(?:(?:-x|--exitfirst|-failfast|--bail)(?=\s|$)|--maxfail(?:=|\s+)\d)")
 
 
 def stops_at_first_failure(command: str) -> bool:
