@@ -180,8 +180,61 @@ def stops_at_first_failure(command: str) -> bool:
     return bool(_FAIL_FAST.search(command))
 
 
+_NAME_FILTERS = {
+    "pytest": r"(?:^|\s)-k(?:\s|=|\S)|(?:^|\s)--deselect\b",
+    "unittest": r"(?:^|\s)-k\s",
+    "go": r"(?:^|\s)-run(?:\s|=)",
+    "node": r"--test-name-pattern|--test-only",
+    "jest": r"(?:^|\s)(?:-t|--testNamePattern)(?:\s|=)",
+    "mocha": r"(?:^|\s)(?:-g|--grep|-f|--fgrep)(?:\s|=)",
+    "cargo": r"(?!)",  # positional filters: _cargo_filters
+}
+_CARGO_VALUED = {"--test", "--bin", "--example", "--bench", "-p", "--package", "--features", "-F", "--target",
+                 "--manifest-path", "-j", "--jobs", "--profile", "--color", "--config", "-Z", "--exclude",
+                 "--target-dir", "--message-format", "--skip", "--format", "--logfile", "--test-threads",
+                 "--report-time", "--shuffle-seed"}
+
+
+def _cargo_filters(command: str) -> bool:
+    """``cargo test`` given a test-name filter (before or after ``--``)."""
+    m = re.search(r"\bcargo\s+(?:\+\S+\s+)?test\b(.*)", command)
+    if m is None:
+        return False
+    words = re.split(r"\s+", re.split(r"[;&|]", m.group(1))[0].strip())
+    skip = False
+    for w in words:
+        if not w or w == "--":
+            continue
+        if skip:
+            skip = False
+        elif w.startswith("-"):
+            skip = "=" not in w and w in _CARGO_VALUED
+        else:
+            return True
+    return False
+
+
+def selects_by_name(kind: str, path: str, command: str) -> bool:
+    """The command picks tests inside ``path`` by name (a node id, ``-k``, ``-run``, a filter), so
+    canaries appended to it would not run."""
+    if re.search(_NAME_FILTERS[kind], command) or (kind == "cargo" and _cargo_filters(command)):
+        return True
+    if kind == "pytest":
+        return f"{path}::" in command or f"{PurePosixPath(path).name}::" in command
+    if kind == "unittest":
+        dotted = path.removesuffix(".py").replace("/", ".").split(".")
+        tail = ".".join(dotted[-2:])
+        return re.search(rf"(?<![\w.]){re.escape(tail)}\.\w", command) is not None
+    return False
+
+
 def kind_of(task: Task, path: str, text: str) -> str | None:
     """Which writer fits the hidden test file (None: no canary for it)."""
+    kind = _kind(task, path, text)
+    return None if kind is None or selects_by_name(kind, path, task.tests.test_command) else kind
+
+
+def _kind(task: Task, path: str, text: str) -> str | None:
     cmd = task.tests.test_command
     name = PurePosixPath(path).name
     if path.endswith(".py"):

@@ -216,3 +216,23 @@ def test_the_screen_is_a_flag_not_a_verdict():
     report = GradeReport("x", "resolved", True)
     report.flag("suspicious", "pkg/__init__.py: an import hook")
     assert report.reward == 1.0
+
+
+@pytest.mark.parametrize("kind,path,command,picks", [
+    ("pytest", "tests/test_a.py", "python -m pytest -rA tests/", False),
+    ("pytest", "tests/test_a.py", "pytest tests/test_a.py::test_one tests/test_b.py", True),
+    ("pytest", "tests/test_a.py", "pytest -k 'one or two' tests", True),
+    ("unittest", "tests/foo/tests.py", "./tests/runtests.py --verbosity 2 foo.tests", False),
+    ("unittest", "tests/foo/tests.py", "./tests/runtests.py foo.tests.BarTests", True),
+    ("go", "a/a_test.go", "go test -v -count=1 ./...", False),
+    ("go", "a/a_test.go", "go test -v -run TestOne ./a", True),
+    ("cargo", "tests/x.rs", "cargo test --offline --no-fail-fast -- --test-threads=1", False),
+    ("cargo", "tests/x.rs", "cargo test --test x --no-fail-fast -- --test-threads 1", False),
+    ("cargo", "tests/x.rs", "cargo test --no-fail-fast merge", True),
+    ("cargo", "tests/x.rs", "cargo test --no-fail-fast -- --exact merge", True),
+    ("node", "test/a.test.js", "node --test --test-name-pattern=one test/", True),
+])
+def test_commands_that_pick_tests_by_name_get_no_canaries_in_that_file(kind, path, command, picks):
+    """Canaries appended to a file the command only runs some tests of would be reported missing
+    while the file's other tests passed: a false ``verdict_tampered``. Such files get none."""
+    assert canaries.selects_by_name(kind, path, command) is picks
