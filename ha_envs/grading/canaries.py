@@ -129,7 +129,7 @@ def redact(plan: CanaryPlan | None, text: str) -> str:
     return text
 
 
-def plant(task: Task, sandbox: Sandbox, grade_dir: str, rng: random.Random | None = None) -> CanaryPlan | None:
+def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None) -> CanaryPlan | None:
     """Read the installed hidden test files in the grading sandbox, plan the canaries and append
     them there (two shell calls). None when the task gets none."""
     paths = [p for p in task.hidden_test_files if p.endswith((".py", ".js", ".mjs", ".cjs", "_test.go", ".rs"))]
@@ -149,16 +149,10 @@ def plant(task: Task, sandbox: Sandbox, grade_dir: str, rng: random.Random | Non
     got = plan(task, sources, rng)
     if got is None:
         return None
-    files = {f"canary/{i}": text.encode() for i, text in enumerate(got.appends.values())}
-    writer = getattr(sandbox, "write_files", None)
-    if writer is not None:
-        writer(grade_dir, files)
-    else:
-        for name, data in files.items():
-            sandbox.write_file(f"{grade_dir}/{name}", data)
-    script = " && ".join(f"cat -- {ansi_c_quote(f'{grade_dir}/canary/{i}')} >> {ansi_c_quote(target)}"
-                         for i, target in enumerate(got.appends))
-    res = sandbox.run(f"{script} && rm -rf -- {ansi_c_quote(grade_dir + '/canary')} && echo HA_PLANTED", timeout=300)
+    # the texts travel inside the command (base64): no helper process, no file of the grader's left
+    script = " && ".join(f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d >> {ansi_c_quote(target)}"
+                         for target, text in got.appends.items())
+    res = sandbox.run(f"{script} && echo HA_PLANTED", timeout=300)
     if "HA_PLANTED" not in res.output:
         raise OSError(f"cannot add the canary tests: {res.output[-500:]}")
     return got

@@ -332,7 +332,7 @@ class Grader:
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
-            plan = canary_tests.plant(task, sandbox, gd) if self.canaries else None
+            plan = canary_tests.plant(task, sandbox) if self.canaries else None
             before = None
             if task.tests.build_command.strip():
                 # the patch's build files run now: the test sources are hashed before them, not
