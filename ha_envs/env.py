@@ -6,7 +6,9 @@
 The observation is the list of new messages (see ``messages.py``). The reward is the grader's
 verdict at termination (1.0 resolved, else 0.0) and 0 before. ``info["termination"]`` says why an
 episode ended; ``info["mask_sample"]`` is True when the infrastructure (not the agent) failed, so a
-trainer drops the sample instead of learning from a silent 0.
+trainer drops the sample instead of learning from a silent 0. A submission whose grading found the
+verdict forged (hidden canaries, exit status: ``grading/canaries.py``) ends ``verdict_tampered``:
+the agent's doing, reward 0, not masked.
 """
 
 from __future__ import annotations
@@ -286,7 +288,8 @@ class RepairEnv(gym.Env):
         if leaked:
             report.flag("hidden_test_names_in_actions", "the agent wrote the names of hidden tests it cannot "
                         "have seen: " + ", ".join(leaked[:10]))
-        if report.status == "verdict_tampered":  # the agent's doing (canaries, exit status): graded 0, not masked
+        if report.status == "verdict_tampered" and reason == "submitted":
+            # the agent's doing (canaries, exit status: grading/canaries.py): graded 0, not masked
             info["termination"] = "verdict_tampered"
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
