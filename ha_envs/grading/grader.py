@@ -218,9 +218,9 @@ class Grader:
             raise ValueError(f"unknown verdict rules {verdict_rules!r}; available: {', '.join(RULES)}")
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
         self.verdict_rules = verdict_rules
+        """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
         self.canaries = canaries
         """Plant hidden canary tests beside the hidden tests (``canaries.py``); off only to measure."""
-        """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
         self.patch_bytes = patch_bytes
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
@@ -273,14 +273,14 @@ class Grader:
             if report.resolved or forged:
                 forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
                                               evidence.timed_out, simple)
-            if reasons or forged:
-                report.status, report.resolved = "tests_tampered" if reasons else "verdict_tampered", False
-                report.tampering = reasons + forged
-            if reasons:
-                report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
             if forged:
                 report.flag("verdict_tampered", "the run's canary tests or exit status contradict its reported "
                             "verdicts: " + "; ".join(forged[:5]))
+            if reasons or forged:
+                report.status, report.resolved = "tests_tampered" if reasons else "verdict_tampered", False
+                report.tampering = reasons + forged
+                if reasons:
+                    report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
             elif evidence.timed_out and not report.resolved:
                 report.status = "tests_timed_out"
             if not report.resolved:  # only a failure needs explaining; logs run to megabytes

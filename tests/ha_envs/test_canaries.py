@@ -100,6 +100,14 @@ def test_a_file_that_never_ran_is_an_ordinary_failure():
     assert canaries.check(plan, others, 2, False, True) == []
 
 
+def test_a_run_cut_short_by_its_timeout_is_not_tampering_for_missing_canaries():
+    plan = _plan()
+    missing = {k: s for k, s in _honest(plan).items() if not canaries.is_canary(plan, k)}
+    assert canaries.check(plan, missing, -9, timed_out=True, simple=True) == []
+    forged = {k: PASSED for k in _honest(plan)}
+    assert canaries.check(plan, forged, -9, timed_out=True, simple=True)  # a passed false assertion still is
+
+
 def test_names_are_redacted_from_the_kept_log():
     plan = _plan()
     log = "\n".join(f"PASSED tests/test_expiry.py::{c.name}" for c in plan.canaries)
