@@ -132,3 +132,39 @@ def test_without_network_the_local_grading_cannot_reach_the_loopback_service(kin
         assert reward == 0.0 and svc.hits == 0, info.get("grade")
     finally:
         svc.close()
+
+
+def _patch_of(task_id: str, path: str, text: str, tmp_path) -> str:
+    import shutil
+    import subprocess
+
+    from ha_envs.loaders import load_suite
+
+    task = next(t for t in load_suite("mini") if t.instance_id == task_id)
+    repo = tmp_path / "repo"
+    shutil.copytree(task.source_dir, repo)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    with open(repo / path, "a") as f:
+        f.write(text)
+    return subprocess.run([*git, "diff"], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("name", ["python-import-hook-hollows-tests", "js-assert-methods-no-ops"])
+def test_the_canaries_are_what_stops_a_forgery_the_guards_miss(tmp_path, name):
+    """Graded without canaries, these forgeries earn 1.0 (the issue's finding); with them, nothing."""
+    from ..conftest import require_bwrap
+
+    require_bwrap()
+    from ha_envs.loaders import load_suite
+
+    forge = FORGES[name]
+    task = next(t for t in load_suite("mini") if t.instance_id == forge.task)
+    path, text = forge.files[0]
+    patch = _patch_of(forge.task, path.removeprefix(">>"), text, tmp_path)
+    assert Grader(canaries=False).grade(task, patch).reward == 1.0
+    report = Grader().grade(task, patch)
+    assert report.reward == 0.0 and report.status == "verdict_tampered", report.tampering
+    assert any("false assertion" in r for r in report.tampering)
