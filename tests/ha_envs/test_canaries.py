@@ -244,3 +244,54 @@ def test_commands_that_pick_tests_by_name_get_no_canaries_in_that_file(kind, pat
     """Canaries appended to a file the command only runs some tests of would be reported missing
     while the file's other tests passed: a false ``verdict_tampered``. Such files get none."""
     assert canaries.selects_by_name(kind, path, command) is picks
+
+
+def _with_command(iid: str, command: str) -> Task:
+    import dataclasses
+
+    task = SUITE[iid]
+    return dataclasses.replace(task, tests=dataclasses.replace(task.tests, test_command=command))
+
+
+@pytest.mark.parametrize("src", [
+    "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n\n"
+    "test('adds small numbers', () => {\n  assert.equal(1 + 1, 2);\n});\n",
+    "'use strict';\nconst { describe, it } = require('node:test');\n\n"
+    "describe('sums', () => {\n  it('adds small numbers', () => {\n    if (1 + 1 !== 2) throw new Error('no');\n  });\n});\n",
+], ids=["esm-own-bindings", "cjs-without-assert"])
+def test_node_canaries_run_under_node_test(tmp_path, src):
+    import shutil
+
+    if shutil.which("node") is None:
+        pytest.skip("node not installed")
+    task = _with_command("mini__js_template", "node --test --test-reporter=tap test/")
+    ext = ".mjs" if src.startswith("import") else ".js"
+    plan = canaries.plan(task, {f"test/sums.test{ext}": src}, random.Random(9))
+    (tmp_path / "test").mkdir()
+    (tmp_path / f"test/sums.test{ext}").write_text(src + plan.appends[f"test/sums.test{ext}"])
+    out = subprocess.run(["node", "--test", "--test-reporter=tap", "test/"], cwd=tmp_path, capture_output=True, text=True)
+    statuses = get_parser("node_tap")(out.stdout)
+    _, results = canaries.split(plan, statuses)
+    assert all(results[c] == (FAILED if c.must_fail else PASSED) for c in plan.canaries), out.stdout[-2000:]
+    assert canaries.check(plan, statuses, out.returncode, False, True) == [] and out.returncode == 1
+
+
+def test_go_canaries_get_their_own_file_beside_a_helper_without_testing(tmp_path):
+    import shutil
+
+    if shutil.which("go") is None:
+        pytest.skip("go not installed")
+    task = _with_command("mini__go_ledger", "go test -v -count=1 ./...")
+    helper = "package calc\n\nvar fixture = []int{1, 2}\n"
+    plan = canaries.plan(task, {"calc/helpers_test.go": helper}, random.Random(4))
+    (target,) = plan.appends
+    assert target.startswith("calc/") and target.endswith("_test.go") and target != "calc/helpers_test.go"
+    (tmp_path / "calc").mkdir()
+    (tmp_path / "go.mod").write_text("module example.com/calc\n\ngo 1.19\n")
+    (tmp_path / "calc/calc.go").write_text("package calc\n")
+    (tmp_path / "calc/helpers_test.go").write_text(helper)
+    (tmp_path / target).write_text(plan.appends[target])
+    out = subprocess.run(["go", "test", "-v", "-count=1", "./..."], cwd=tmp_path, capture_output=True, text=True)
+    statuses = get_parser("go_test")(out.stdout)
+    _, results = canaries.split(plan, statuses)
+    assert all(results[c] == (FAILED if c.must_fail else PASSED) for c in plan.canaries), out.stdout[-2000:]
