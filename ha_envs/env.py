@@ -6,7 +6,9 @@
 The observation is the list of new messages (see ``messages.py``). The reward is the grader's
 verdict at termination (1.0 resolved, else 0.0) and 0 before. ``info["termination"]`` says why an
 episode ended; ``info["mask_sample"]`` is True when the infrastructure (not the agent) failed, so a
-trainer drops the sample instead of learning from a silent 0.
+trainer drops the sample instead of learning from a silent 0. A submission whose grading found the
+verdict forged (hidden canaries, exit status: ``grading/canaries.py``) ends ``verdict_tampered``:
+the agent's doing, reward 0, not masked.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .sandbox.base import PatchError
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
-                "sandbox_error", "grading_error", "model_error")
+                "sandbox_error", "grading_error", "model_error", "verdict_tampered")
 MASKED = frozenset({"sandbox_error", "grading_error", "model_error"})
 """Terminations of an infrastructure fault: no verdict, the sample carries no gradient."""
 TRUNCATED = frozenset({"max_turns", "context_limit", "agent_timeout"})
@@ -295,6 +297,9 @@ class RepairEnv(gym.Env):
         if leaked:
             report.flag("hidden_test_names_in_actions", "the agent wrote the names of hidden tests it cannot "
                         "have seen: " + ", ".join(leaked[:10]))
+        if report.status == "verdict_tampered" and reason == "submitted":
+            # the agent's doing (canaries, exit status: grading/canaries.py): graded 0, not masked
+            info["termination"] = "verdict_tampered"
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
         info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)

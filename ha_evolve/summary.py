@@ -60,7 +60,7 @@ def trajectory_stats(records: Iterable[dict[str, Any]]) -> TrajectoryStats:
             tools[name] = tools.get(name, 0) + int(count)
 
     def untested(r: dict[str, Any]) -> bool:
-        if r.get("termination") != "submitted":
+        if r.get("termination") not in ("submitted", "verdict_tampered"):
             return False
         delivery = r.get("delivery") or {}
         if "tested_after_last_edit" in delivery:

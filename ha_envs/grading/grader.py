@@ -35,19 +35,23 @@ from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import REAL_BENCHMARKS, Task
+from . import canaries as canary_tests
+from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
 from .protect import test_dir_of
-from .runners import Evidence, changed_tests, guards_for
+from .runners import Evidence, _simple, changed_tests, guards_for
+from .screen import screen
 from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/5"
+GRADER_VERSION = "ha-grader/6"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
 # 5: a task's build steps (swebench's `build`) run before its tests, their output unread; build_failed;
 #    new files the base ignores (build outputs) dropped from the patch
+# 6: hidden canary tests per grading, exit status against the verdicts (verdict_tampered); patch screen
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -63,8 +67,9 @@ class GradeReport:
     status: str
     """``resolved``, ``unresolved``, ``patch_failed``, ``patch_too_large``, ``diff_failed`` (the work
     copy could not be diffed), ``build_failed`` (the task's build steps failed with the patch in, so
-    no test ran), ``tests_timed_out`` or ``tests_tampered`` (the runner's own record contradicts the
-    log)."""
+    no test ran), ``tests_timed_out``, ``tests_tampered`` (the runner's own record contradicts the
+    log) or ``verdict_tampered`` (the hidden canary tests came out wrong, or the exit status contradicts
+    the parsed verdicts: ``canaries.py``, ``consistency.py``)."""
     resolved: bool
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
@@ -76,7 +81,9 @@ class GradeReport:
     """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
     ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``
     (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL),
-    ``ignored_files_in_patch`` (new files the base's ignore rules ignore, dropped: build outputs); the env adds
+    ``ignored_files_in_patch`` (new files the base's ignore rules ignore, dropped: build outputs),
+    ``verdict_tampered`` (canaries or exit status), ``suspicious`` (the patch reaches into the runner's
+    machinery, ``screen.py``: a signal only, no reward change); the env adds
     ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
     suspicion: list[str] = field(default_factory=list)
     """The same, in words, with the paths and names involved."""
@@ -206,12 +213,14 @@ class Grader:
     decides, and the guards cross-check the log; a disagreement is ``tests_tampered``."""
 
     def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES,
-                 verdict_rules: str = "auto") -> None:
+                 verdict_rules: str = "auto", canaries: bool = True) -> None:
         if verdict_rules not in RULES:
             raise ValueError(f"unknown verdict rules {verdict_rules!r}; available: {', '.join(RULES)}")
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
         self.verdict_rules = verdict_rules
         """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
+        self.canaries = canaries
+        """Plant hidden canary tests beside the hidden tests (``canaries.py``); off only to measure."""
         self.patch_bytes = patch_bytes
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
@@ -242,6 +251,8 @@ class Grader:
         if internals:
             report.flag("runner_internals_in_patch", "the patch's code mentions test-runner internals: "
                         + ", ".join(internals))
+        for why in screen(kept):
+            report.flag("suspicious", why)
         try:
             evidence = self._run(task, kept, report, snapshot, allow_fuzz=not pro)
         except GradingError:
@@ -249,14 +260,27 @@ class Grader:
         except (OSError, SandboxError, KeyError) as exc:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
         if evidence is not None:
-            report.log_tail = evidence.log[-4000:]
+            plan = evidence.canaries
+            report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
-            decide(report, task, statuses, self.verdict_rules, evidence.exit_code, evidence.log)
+            graded, _ = canary_tests.split(plan, statuses)
+            # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
+            decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,
+                   evidence.log)
             reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
-            if reasons:
-                report.status, report.resolved = "tests_tampered", False
-                report.tampering = reasons
-                report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
+            simple = _simple(task.tests.test_command)
+            forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
+            if report.resolved or forged:
+                forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
+                                              evidence.timed_out, simple)
+            if forged:
+                report.flag("verdict_tampered", "the run's canary tests or exit status contradict its reported "
+                            "verdicts: " + "; ".join(forged[:5]))
+            if reasons or forged:
+                report.status, report.resolved = "tests_tampered" if reasons else "verdict_tampered", False
+                report.tampering = reasons + forged
+                if reasons:
+                    report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
             elif evidence.timed_out and not report.resolved:
                 report.status = "tests_timed_out"
             if not report.resolved:  # only a failure needs explaining; logs run to megabytes
@@ -308,6 +332,7 @@ class Grader:
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
+            plan = canary_tests.plant(task, sandbox) if self.canaries else None
             before = None
             if task.tests.build_command.strip():
                 # the patch's build files run now: the test sources are hashed before them, not
@@ -316,7 +341,9 @@ class Grader:
                                              tail_bytes=0).output)
                 if not self._build(task, sandbox, report):
                     return None
-            return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            evidence.canaries = plan
+            return evidence
         finally:
             sandbox.close()
             if root is not None:

@@ -150,7 +150,7 @@ class ToolsWrapper(HarnessLayer):
     def _info(self, info: dict[str, Any]) -> dict[str, Any]:
         st = self.harness_state
         info.update(edits=st.edits, test_runs=st.test_runs, tool_errors=st.tool_errors)
-        if st.delivery is not None and info.get("termination") == "submitted":
+        if st.delivery is not None and info.get("termination") in ("submitted", "verdict_tampered"):
             info["delivery"] = {k: v for k, v in st.delivery.items() if k != "diff"}
         return info
 
