@@ -93,3 +93,24 @@ def test_gold_resolves_with_a_task_venv_under_tmp(ttl_cache, tmp_path, through):
         box.close()
     report = Grader(local_sandbox_factory(config)).grade(ttl_cache, ttl_cache.gold_patch)
     assert (report.status, report.reward) == ("resolved", 1.0)
+
+
+def test_docker_env_images_copy_a_venv_behind_a_link_where_it_is(tmp_path):
+    """What ``images.env_image`` does with a task's venv: the real directory goes into the image at its
+    real path (tarring the link copied a dangling link) and the link is made again there."""
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.images import BASE_REPO, BASE_SUITE, _building, copy_dirs_into
+    from ha_envs.sandbox.realpaths import venv_paths
+    from tests.ha_envs.test_real_envs import require_docker
+
+    require_docker()
+    real = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(real)], check=True)  # the image has it too
+    link = through_link(real, tmp_path / "cache-link")
+    with _building(docker_client(timeout=60), f"{BASE_REPO}:{BASE_SUITE}") as c:
+        assert copy_dirs_into(c, [str(link), *venv_paths(link)]) == [str(real)]
+        for exe in (link, real):
+            code, out = c.exec_run([f"{exe}/bin/python", "-c", "import sys; print(sys.prefix)"])
+            assert (code, out.decode().strip()) == (0, str(exe))
+        code, out = c.exec_run(["readlink", str(link)])
+        assert out.decode().strip() == str(real)
