@@ -84,6 +84,9 @@ class GradeReport:
     """Why the test log was not believed (``tests_tampered``)."""
     applied_with: str = ""
     error: str = ""
+    fault: str = ""
+    """Why the tests could not start, with the patch and at base alike (``faults.KINDS``; status
+    ``environment_fault``, raised as ``faults.EnvironmentFault``, masked); empty otherwise."""
     log_tail: str = ""
     duration_s: float = 0.0
     grader_version: str = GRADER_VERSION
@@ -316,7 +319,11 @@ class Grader:
                                              tail_bytes=0).output)
                 if not self._build(task, sandbox, report):
                     return None
-            return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            from .faults import check_started
+
+            check_started(self, task, sandbox, gd, changed, evidence, report)  # a runner that cannot start
+            return evidence
         finally:
             sandbox.close()
             if root is not None:

@@ -84,3 +84,13 @@ NO_PYTEST = "rm -rf /usr/lib/python3/dist-packages/pytest /usr/lib/python3/dist-
 
 def env_without(var: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != var}
+
+
+def borrowing_venv(path: Path) -> Path:
+    """A real venv that imports this interpreter's packages (``ha`` runs in it) through a ``.pth``
+    line naming their directory, which no sandbox shows: inside one, pytest cannot be imported (an
+    uninstallable runner, at base too)."""
+    bare_venv(path)
+    site = next(path.glob("lib/python3*/site-packages"))
+    (site / "borrowed.pth").write_text(os.path.realpath(Path(pytest.__file__).parents[1]) + "\n")
+    return path
