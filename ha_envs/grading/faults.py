@@ -46,7 +46,8 @@ KINDS = {
 }
 """Kinds of start failure, in the order they are recognised, with what each means."""
 
-_NOT_FOUND = re.compile(r"^.*?(?:command not found|: not found|No such file or directory|bad interpreter).*$", re.M)
+_NOT_FOUND = re.compile(r"^.*?(?:command not found|: not found|No such file or directory|bad interpreter|Permission denied).*$",
+                        re.M)
 _RUNNER_IMPORT = re.compile(
     r"^.*?(?:No module named '?(?:_?pytest|pluggy|unittest|nose|tox)\b'?|"
     r"ImportError while loading conftest|Error importing plugin|"
@@ -122,7 +123,8 @@ def check_started(grader: "Grader", task: Task, sandbox: "Sandbox", gd: str, cha
     failure = start_failure(task, evidence, statuses)
     if failure is None:
         return
-    base = _base_run(grader, task, sandbox, gd, changed)
+    # An empty patch's run is the base's already.
+    base = _base_run(grader, task, sandbox, gd, changed) if changed else evidence
     base_failure = start_failure(task, base, get_parser(task.tests.log_parser, task.instance_id)(base.log))
     if base_failure is None:
         report.error = (f"the tests did not start with the patch in: {failure.describe()}; at base they do "

@@ -65,6 +65,8 @@ def _assert_fault(task, grader, options, sandbox, kind, words):
     report = caught.value.report
     assert caught.value.kind == kind and (report.status, report.fault, report.reward) == (FAULT_STATUS, kind, 0.0)
     assert words in report.error and "at base alike" in report.error
+    with pytest.raises(EnvironmentFault):  # the empty patch's run is the base's: no second run needed
+        grader.grade(task, "")
     # through the env, as eval and train see it: masked, the cause in the grade
     rec = run_episode(task, OraclePolicy(), "h0", sandbox=sandbox,
                       env_kwargs={"grader": grader, "sandbox_options": options})
