@@ -47,6 +47,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print(summary.markdown())
     print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
           f"harness.yaml (hash {summary.harness_hash})")
+    from ha_envs.grading.faults import fault_summary, records_under
+    print(fault_summary(records_under(Path(args.out) / "trajectories.jsonl")), end="", file=sys.stderr)
     return 0
 
 

@@ -80,6 +80,8 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
             print(f"{verdict} {r.instance_id:34} gold={r.gold_status:11} empty={r.empty_status:11} {r.seconds:6.1f}s{cause}")
             for p in r.problems + r.environment.get("problems", []):
                 print(f"     - {p}")
+    from ha_envs.grading.faults import fault_summary
+    print(fault_summary(r.to_dict() for r in results), end="", file=sys.stderr)
     bad = [r.instance_id for r in results if not r.ok]
     print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
           file=sys.stderr)

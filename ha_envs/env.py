@@ -289,8 +289,9 @@ class RepairEnv(gym.Env):
         else:
             try:
                 report = self.grader.grade(self.task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
-            except GradingError as exc:
-                return self._infra_failure("grading_error", str(exc), obs, patch=patch)
+            except GradingError as exc:  # an environment fault carries its grade (faults.py)
+                return self._infra_failure("grading_error", str(exc), obs, patch=patch,
+                                           grade=getattr(exc, "report", None))
         self.timings["grade_s"] = time.monotonic() - t0
         info["patch"] = patch
         leaked = hidden_names_in(self.task, "\n".join(self._actions))
@@ -321,12 +322,15 @@ class RepairEnv(gym.Env):
             raise EpisodeOverError("the episode is over (or never started): call reset() first")
         return self._infra_failure(reason, error)
 
-    def _infra_failure(self, reason: str, error: str, obs: list[dict[str, Any]] | None = None, patch: str | None = None):
+    def _infra_failure(self, reason: str, error: str, obs: list[dict[str, Any]] | None = None, patch: str | None = None,
+                       grade: GradeReport | None = None):
         self._done = True
         info = self._info(reason)
         info["error"] = error
         if patch is not None:
             info["patch"] = patch
+        if grade is not None:
+            info["grade"] = grade.to_dict()
         return obs or [], 0.0, True, False, info
 
     def _info(self, termination: str | None) -> dict[str, Any]:

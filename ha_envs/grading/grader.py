@@ -36,6 +36,7 @@ from ..sandbox.shell import ansi_c_quote
 from ..provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import REAL_BENCHMARKS, Task
 from . import canaries as canary_tests
+from . import faults
 from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
@@ -59,6 +60,19 @@ class GradingError(RuntimeError):
     """Grading itself failed (the task's test patch does not apply, the sandbox broke, ...).
 
     The agent is not to blame: the env ends the episode with ``grading_error`` and masks it."""
+
+
+class EnvironmentFault(GradingError):
+    """The tests could not start, with the patch and at base alike: the environment's fault.
+    ``report`` is the grade (status ``environment_fault``), ``failure`` the base's start failure."""
+
+    def __init__(self, message: str, report: GradeReport, failure: faults.StartFailure) -> None:
+        super().__init__(message)
+        self.report, self.failure = report, failure
+
+    @property
+    def kind(self) -> str:
+        return self.failure.kind
 
 
 @dataclass
@@ -91,6 +105,9 @@ class GradeReport:
     """Why the test log was not believed (``tests_tampered``)."""
     applied_with: str = ""
     error: str = ""
+    fault: str = ""
+    """Why the tests could not start, with the patch and at base alike (``faults.KINDS``; status
+    ``environment_fault``, raised as ``EnvironmentFault``, masked); empty otherwise."""
     log_tail: str = ""
     duration_s: float = 0.0
     grader_version: str = GRADER_VERSION
@@ -343,6 +360,7 @@ class Grader:
                     return None
             evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
             evidence.canaries = plan
+            _check_started(self, task, sandbox, gd, changed, evidence, report)  # a runner that cannot start
             return evidence
         finally:
             sandbox.close()
@@ -625,3 +643,44 @@ def filter_patch(patch: str, task: Task) -> tuple[str, list[str], list[str]]:
 
 __all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",
            "split_patch"]
+
+
+def _check_started(grader: "Grader", task: Task, sandbox: Sandbox, gd: str, changed: list[str],
+                  evidence: Evidence, report: GradeReport) -> None:
+    """After the test run with the patch in (``evidence``): when it did not start, run the base's
+    tests in the same sandbox; raise :class:`EnvironmentFault` when those do not start either, else
+    note in ``report.error`` that the patch kept the tests from starting (graded as it stands)."""
+    statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
+    failure = faults.start_failure(task, evidence, statuses)
+    if failure is None:
+        return
+    # An empty patch's run is the base's already.
+    base = _base_run(grader, task, sandbox, gd, changed) if changed else evidence
+    base_failure = faults.start_failure(task, base, get_parser(task.tests.log_parser, task.instance_id)(base.log))
+    if base_failure is None:
+        report.error = (f"the tests did not start with the patch in: {failure.describe()}; at base they do "
+                        "in this sandbox, so the patch is to blame")
+        return
+    cause = f"{base_failure.describe()}, with the patch and at base alike"
+    report.status, report.resolved, report.fault, report.error = faults.FAULT_STATUS, False, base_failure.kind, cause
+    report.log_tail = base.log[-4000:]
+    raise EnvironmentFault(f"{task.instance_id}: environment fault: {cause}", report, base_failure)
+
+
+def _base_run(grader: "Grader", task: Task, sandbox: Sandbox, gd: str, changed: list[str]) -> Evidence:
+    """The base's tests in the grading sandbox: every path the patch touched back to the base
+    (new ones removed), the hidden tests installed again, the build steps, then the test command."""
+    git = ("GIT_LITERAL_PATHSPECS=1 git -c core.hooksPath=/dev/null -c core.fsmonitor=false "
+           "-c core.symlinks=true")
+    lines = [f"for p in {' '.join(ansi_c_quote(p) for p in changed)}; do rm -rf -- \"$p\"; "
+             f"if {git} cat-file -e \"HEAD:$p\" 2>/dev/null; then {git} checkout -q HEAD -- \"$p\"; fi; done"
+             if changed else "true"]
+    test_patch = f"{gd}/test.patch" if task.tests.test_patch.strip() else None
+    lines.append(_hidden_tests_script(task.hidden_test_files, test_patch))
+    res = sandbox.run("\n".join(lines), timeout=300)
+    if "HA_TESTS_READY" not in res.output:
+        raise GradingError(f"cannot put the base of {task.instance_id} back to tell an environment fault from "
+                           f"the patch's: {res.output.strip()[-800:]}")
+    if task.tests.build_command.strip():
+        sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s)
+    return grader._run_tests(task, sandbox, gd, [])

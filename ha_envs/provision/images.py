@@ -31,6 +31,7 @@ from typing import Any, Iterator
 
 from ..sandbox.base import SandboxError
 from ..sandbox.daemon import LABEL, owner, retrying
+from .realpaths import real_dirs, venv_paths
 from .workcopy import Snapshot, prepare_snapshot
 
 BASE_REPO = "harnessadapt/base"
@@ -331,22 +332,51 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
     if venv is None:
         return base
     dirs = interpreter_dirs(venv)
-    key = f"{_image(client, base).id}|{'|'.join(map(str, dirs))}|{task.environment.workdir}"
+    real_venv = os.path.realpath(venv)  # a cache reached through a symlink: copied where it really is
+    key = (f"{_image(client, base).id}|{'|'.join(map(str, dirs))}|{'|'.join(real_dirs(list(map(str, dirs))))}|"
+           f"{task.environment.workdir}")
     tag = f"harnessadapt/env:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     with _lock(tag):
         if image_exists(client, tag):
             return tag
         with _building(client, base) as c:
-            for d in reversed(dirs):  # the interpreter's prefix first, then the env
-                c.exec_run(["mkdir", "-p", str(d.parent)])
-                if not c.put_archive(str(d.parent), _tar_dir(d, d.name)):
-                    raise SandboxError(f"could not copy {d} into the image")
+            copy_dirs_into(c, [*reversed([str(d) for d in dirs]), *venv_paths(venv)])  # the prefix first, then the env
             c.stop(timeout=1)
             pythonpath = import_roots(prepare_snapshot(task).path, task.environment.workdir, venv)
-            _commit(c, tag, [f"ENV PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                             f"ENV VIRTUAL_ENV={venv}", _from_label([str(venv)])]
+            _commit(c, tag, [f"ENV PATH={real_venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                             f"ENV VIRTUAL_ENV={real_venv}", _from_label([str(venv)])]
                     + ([] if workcopy_on_path(venv, task.environment.workdir) else [f"ENV PYTHONPATH={pythonpath}"]))
         return tag
+
+
+_IMAGE_OWN = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/proc", "/dev")
+
+
+def copy_dirs_into(c: Any, paths: list[str]) -> list[str]:
+    """This machine's directories of ``paths`` into the container ``c`` at their real paths (a venv
+    or prefix reached through a symlink is copied where it is, not as a dangling link), and the
+    symlinks on the way to them made again there (``realpaths.py``), so the paths a venv wrote
+    (its ``python`` link, ``pyvenv.cfg``, shebangs) resolve in the image; the image's own system
+    directories are left alone. Returns the real directories copied."""
+    from .realpaths import hidden_links
+
+    def under(d: str, tops: list[str] | tuple[str, ...]) -> bool:
+        return any(d == t or d.startswith(t.rstrip("/") + "/") for t in tops)
+
+    reals: list[str] = []
+    for d in real_dirs([p for p in paths if os.path.isdir(os.path.realpath(p))]):
+        if not under(d, _IMAGE_OWN) and not under(d, reals):  # a prefix's bin/ comes with the prefix
+            reals.append(d)
+    for d in reals:
+        real = Path(d)
+        c.exec_run(["mkdir", "-p", str(real.parent)])
+        if not c.put_archive(str(real.parent), _tar_dir(real, real.name)):
+            raise SandboxError(f"could not copy {d} into the image")
+    for link, target in hidden_links(paths, shown=reals + list(_IMAGE_OWN)):
+        code, out = c.exec_run(["sh", "-c", 'mkdir -p "$(dirname "$1")" && ln -sfn "$2" "$1"', "sh", link, target])
+        if code != 0:
+            raise SandboxError(f"could not link {link} to {target} in the image: {out.decode(errors='replace')[-300:]}")
+    return reals
 
 
 def _node_env_image(client: Any, base: str, node_modules: Path) -> str:

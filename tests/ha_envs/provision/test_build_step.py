@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ha_envs.swe_datasets import build_command, swebench_task
-from ha_envs.grading import Grader
+from ha_envs.grading import EnvironmentFault, Grader
 from ha_envs.task import Task, TestSpec
 from ha_envs.validate import validate_task
 from tests.conftest import _git_diff, require_bwrap, task_row
@@ -103,9 +103,12 @@ def test_the_grader_builds_the_patched_copy_before_the_tests(c_task):
     assert gold.pass_to_pass == {"clamp low": "PASSED", "add": "PASSED"}
     empty = g.grade(c_task, "")
     assert not empty.resolved and empty.status == "unresolved" and empty.fail_to_pass == {"clamp high": "FAILED"}
-    # without the build step nothing is built, so nothing runs: the step is what makes it gradable
+    # without the build step nothing is built, so no test can start, with the fix or at base: the
+    # environment's fault (masked), never the fix's zero; the step is what makes it gradable
     unbuilt = dataclasses.replace(c_task, tests=dataclasses.replace(c_task.tests, build_command=""))
-    assert g.grade(unbuilt, c_task.gold_patch).fail_to_pass == {"clamp high": "MISSING"}
+    with pytest.raises(EnvironmentFault) as caught:
+        g.grade(unbuilt, c_task.gold_patch)
+    assert caught.value.kind == "runner_missing" and "build/*: not found" in caught.value.report.error
 
 
 def test_a_patch_that_breaks_the_build_is_build_failed(c_task, tmp_path):
@@ -181,13 +184,14 @@ def test_validation_and_the_cli_carry_the_build_step(c_task, tmp_path):
                           capture_output=True, text=True, timeout=600)
     (got,) = json.loads(proc.stdout)
     assert proc.returncode == 0 and got["ok"], proc.stderr[-2000:]
-    # the same row without its build step builds nothing, and validation says the gold fails
+    # the same row without its build step builds nothing: validation says no test can start
     row.pop("build_command")
     f.write_text(json.dumps(row) + "\n")
     proc = subprocess.run([sys.executable, "-m", "ha_cli.main", "tasks", "validate", "--jsonl", str(f), "--json"],
                           capture_output=True, text=True, timeout=600)
     (got,) = json.loads(proc.stdout)
-    assert proc.returncode == 1 and not got["ok"] and got["gold_status"] == "unresolved"
+    assert proc.returncode == 1 and not got["ok"] and got["fault"] == "runner_missing"
+    assert "environment fault: c__clamp:" in proc.stderr and "environment faults: 1 (runner_missing: 1)" in proc.stderr
 
 
 def test_swebench_build_steps_become_the_build_command():
