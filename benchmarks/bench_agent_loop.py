@@ -25,8 +25,8 @@ import tempfile
 import time
 from functools import partial
 
-from ha_agents.chat_template import CHATML
-from ha_agents.toy_tokenizer import toy_tokenizer
+from ha_agents.chat.template import CHATML
+from ha_agents.chat.toy_tokenizer import toy_tokenizer
 from ha_envs.harness import TOOLS
 from ha_envs.loaders import load_suite
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ha_agents.rollouts import collect  # noqa: E402
+from ha_agents.runs.rollouts import collect  # noqa: E402
 from ha_envs.harness import load_spec  # noqa: E402
 from ha_envs.loaders import load_suite  # noqa: E402
 from ha_evolve.proposers import RuleMutator  # noqa: E402

@@ -29,20 +29,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ha_agents.rollouts import collect  # noqa: E402
+from ha_agents.runs.rollouts import collect  # noqa: E402
 from ha_agents.train import TrainConfig, train  # noqa: E402
 from ha_agents.train.driver import plot  # noqa: E402
 from ha_agents.train.local import LocalConfig, LocalTrainer  # noqa: E402
 from ha_agents.train.models import init_model  # noqa: E402
 from ha_agents.train.recipes import TRAIN_HARNESS, warm_start  # noqa: E402
 from ha_envs.loaders import load_suite  # noqa: E402
+from ha_agents.episode import EpisodeConfig
 
 TASKS = ["mini__ini_interpolation", "mini__invoice_rounding"]
 
 
 def evaluate(trainer: LocalTrainer, tasks: list, n: int, out: Path) -> float:
-    recs = collect(tasks, n, trainer.client(), TRAIN_HARNESS, out=out, token_mode=trainer.token_mode, seed=12345,
-                   progress_bar=False)
+    recs = collect(tasks, n, trainer.client(), EpisodeConfig.create(TRAIN_HARNESS, token_mode=trainer.token_mode, seed=12345),
+                   out=out, progress_bar=False)
     return sum(r["reward"] for r in recs) / len(recs)
 
 

@@ -1,13 +1,20 @@
-"""One episode: a model (or scripted policy) on a harness-wrapped repair env, through the
-AgentLoop, as a trajectory record (the line format of ``trajectories.jsonl``)."""
+"""One episode: a model on a harness-wrapped repair env, through the AgentLoop, as an episode
+record (``records/episode_record.py``: the line format of ``trajectories.jsonl``).
+
+``EpisodeConfig`` is how every episode of a run is set up (harness, sandbox, sampling, token mode,
+seed). It is built once at the edge (the CLI, or a user's script) and passed down unchanged to
+``evaluate``, ``collect``, the trainers and evolution: the harness spec is loaded, its limits
+overridden and validated there, once; each episode reuses the validated spec.
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ha_envs import make
 from ha_envs.grading import GRADER_VERSION
@@ -15,58 +22,16 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.sandbox import SandboxError
 from ha_envs.task import Task
 
+from .chat.template import TEMPLATES, ModelTemplate
+from .chat.tokens import load_tokenizer
 from .llm.base import LLMClient
 from .llm.options import ModelOptions
-from .llm.openai_http import OpenAIClient, parse_model_spec
-from .llm.scripted import PolicyClient, ReplayClient
-from .chat_template import TEMPLATES, ModelTemplate
-from .tokens import load_tokenizer
+from .llm.registry import make_model
+from .llm.scripted import PolicyClient
 from .loop import AgentLoop, LoopConfig, Trajectory
-from .policies import POLICIES, Policy, make_policy
+from .records.episode_record import EpisodeRecord
 
-
-AGENT_PREFIXES = ("openai:", "replay:", "hf:")
-
-
-def check_agent_spec(spec: "str | Any") -> None:
-    """Fail fast, before any episode, on a model spec no episode could use (ValueError)."""
-    if not isinstance(spec, str) or spec in POLICIES:
-        return
-    if spec.startswith("openai:"):
-        parse_model_spec(spec)
-        return
-    if not spec.startswith(AGENT_PREFIXES):
-        raise ValueError(f"unknown model {spec!r}: use {', '.join(sorted(POLICIES))}, openai:NAME@URL, "
-                         "replay:FILE or hf:PATH")
-
-
-def make_agent(spec: str, options: ModelOptions | None = None) -> LLMClient:
-    """An agent by name: ``oracle`` / ``null`` (scripted policies), ``openai:NAME@URL``,
-    ``replay:TRAJECTORIES.jsonl``, ``hf:PATH`` (a local transformers model); ``options`` (sampling,
-    request fields, API key variable) apply to the model backends."""
-    o = options or ModelOptions()
-    if spec in POLICIES:
-        return PolicyClient(make_policy(spec))
-    if spec.startswith("openai:"):
-        cfg = parse_model_spec(spec)
-        cfg = replace(cfg, api_key=o.api_key() or cfg.api_key, extra_body=dict(o.extra),
-                      **{k: v for k, v in (("temperature", o.temperature), ("top_p", o.top_p),
-                                           ("max_tokens", o.max_tokens)) if v is not None})
-        return OpenAIClient(cfg)
-    if spec.startswith("replay:"):
-        return ReplayClient(spec[len("replay:"):], run=None)  # a seeded episode draws a recorded run
-    if spec.startswith("hf:"):
-        from .llm.hf import TransformersClient
-
-        kw: dict[str, Any] = {}
-        if o.temperature is not None:
-            kw["temperature"] = o.temperature
-        if o.top_p is not None:
-            kw["top_p"] = o.top_p
-        if o.max_tokens is not None:
-            kw["max_new_tokens"] = o.max_tokens
-        return TransformersClient(spec[len("hf:"):], **kw)
-    raise ValueError(f"unknown model {spec!r}: use oracle, null, openai:NAME@URL, replay:FILE or hf:PATH")
+SANDBOXES = ("local", "docker")
 
 
 @dataclass(frozen=True)
@@ -85,9 +50,9 @@ class TokenMode:
         """(template, tokenizer), loaded once per process."""
         return _resolve(self.template, str(Path(self.tokenizer).resolve()))
 
-    def loop(self, client: LLMClient, max_turns: int) -> AgentLoop:
+    def loop(self, client: LLMClient) -> AgentLoop:
         template, tok = self.resolve()
-        return AgentLoop(client, template, tok, LoopConfig(max_turns=max_turns, context_tokens=self.context_tokens,
+        return AgentLoop(client, template, tok, LoopConfig(context_tokens=self.context_tokens,
                                                            max_new_tokens=self.max_new_tokens))
 
 
@@ -107,84 +72,136 @@ def _resolve(template: str, tokenizer: str) -> tuple[Any, Any]:
     return TEMPLATES["chatml" if template == "auto" else template], tok
 
 
-def run_episode(task: Task, agent: "LLMClient | Policy | str", harness: "str | HarnessSpec" = "h0",
-                sandbox: str = "local", env_kwargs: dict[str, Any] | None = None,
-                token_mode: TokenMode | None = None, skill: str | None = None, seed: int | None = None,
-                model_options: ModelOptions | None = None) -> dict[str, Any]:
-    """One episode through the AgentLoop (token-faithful when ``token_mode`` is given); returns its
-    trajectory record (never raises for a sandbox or model failure: those end masked). ``skill``:
-    training-time guidance (evaluation never passes one)."""
-    harness = load_spec(harness)
-    if isinstance(agent, str):
-        agent = make_agent(agent, model_options)
-    elif not hasattr(agent, "complete"):
-        agent = PolicyClient(agent)
-    if token_mode is not None:
-        loop = token_mode.loop(agent, harness.limits.max_turns)
+@dataclass(frozen=True)
+class EpisodeConfig:
+    """How every episode of a run is set up. Plain data, so it travels to Ray workers."""
+
+    harness: HarnessSpec
+    """The validated harness spec, limits included (the turn cap is enforced by the env alone)."""
+    sandbox: str = "local"
+    """``local`` (bubblewrap) or ``docker``."""
+    env_options: Mapping[str, Any] = field(default_factory=dict)
+    """Further ``RepairEnv`` arguments (``sandbox_options``, ``episode_timeout_s``, ``grader``, ...)."""
+    token_mode: TokenMode | None = None
+    """Token-faithful episodes (a chat template and tokenizer); None: chat mode."""
+    model_options: ModelOptions | None = None
+    """Sampling and request options for models built from a spec string."""
+    seed: int | None = None
+    """The run's seed: each episode samples with ``episode_seed(seed, instance_id, sample)``
+    (reproducible, and different across a group's members); None leaves sampling to the client."""
+
+    @classmethod
+    def create(cls, harness: "str | Path | HarnessSpec" = "h0", *, sandbox: str = "local",
+               env_options: Mapping[str, Any] | None = None, token_mode: TokenMode | None = None,
+               model_options: ModelOptions | None = None, seed: int | None = None, max_turns: int | None = None,
+               command_timeout_s: float | None = None, max_format_errors: int | None = None) -> "EpisodeConfig":
+        """The one place a run's limits override its harness spec's (the hash changes with them)."""
+        opts = dict(env_options or {})
+        for key in ("max_turns", "command_timeout_s", "max_format_errors"):  # limits belong to the spec
+            if key in opts:
+                raise ValueError(f"env_options[{key!r}]: a limit; pass {key}= to EpisodeConfig.create")
+        spec = load_spec(harness).with_limits(max_turns, command_timeout_s, max_format_errors)
+        return cls(harness=spec, sandbox=sandbox, env_options=opts, token_mode=token_mode,
+                   model_options=model_options, seed=seed).validate()
+
+    @classmethod
+    def of(cls, value: "EpisodeConfig | str | Path | HarnessSpec") -> "EpisodeConfig":
+        """A config as given, or the default config of a harness (a preset name, a file, a spec)."""
+        return value if isinstance(value, EpisodeConfig) else cls.create(value)
+
+    def validate(self) -> "EpisodeConfig":
+        self.harness.validate()
+        if not callable(self.sandbox) and self.sandbox not in SANDBOXES:
+            raise ValueError(f"sandbox: unknown sandbox {self.sandbox!r}; available: {', '.join(SANDBOXES)}")
+        if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
+            raise ValueError(f"seed: expected a non-negative integer, got {self.seed!r}")
+        if self.token_mode is not None and self.token_mode.max_new_tokens is not None and \
+                self.token_mode.max_new_tokens >= self.token_mode.context_tokens:
+            raise ValueError(f"token_mode: max_new_tokens {self.token_mode.max_new_tokens} leaves no room for a prompt "
+                             f"in context_tokens {self.token_mode.context_tokens}")
+        return self
+
+    def with_harness(self, harness: "str | Path | HarnessSpec") -> "EpisodeConfig":
+        """The same run on another harness (evolution's candidate), validated once."""
+        return replace(self, harness=load_spec(harness)).validate()
+
+    def episode_seed(self, instance_id: str, sample: int) -> int | None:
+        return None if self.seed is None else episode_seed(self.seed, instance_id, sample)
+
+    def record(self) -> dict[str, Any]:
+        """What a run's summary records of its set-up."""
+        return {"harness": self.harness.name, "harness_hash": self.harness.hash, "sandbox": self.sandbox,
+                "seed": self.seed, "token_mode": None if self.token_mode is None else vars(self.token_mode),
+                "model_options": None if self.model_options is None else self.model_options.record()}
+
+
+def episode_seed(seed: int, instance_id: str, sample: int) -> int:
+    """The sampling seed of one episode: stable across processes and reruns (not Python's salted
+    ``hash``), different for every task and sample."""
+    digest = hashlib.sha256(f"{seed}/{instance_id}/{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def as_client(model: Any, options: ModelOptions | None = None) -> LLMClient:
+    """A client from a model spec string, a client, or a scripted policy object."""
+    if isinstance(model, str):
+        return make_model(model, options)
+    return model if hasattr(model, "complete") else PolicyClient(model)
+
+
+def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", *,
+                skill: str | None = None, seed: int | None = None) -> dict[str, Any]:
+    """One episode through the AgentLoop (token-faithful when the config has a token mode); returns
+    its record as a ``trajectories.jsonl`` mapping (never raises for a sandbox or model failure:
+    those end masked). ``skill``: training-time guidance (evaluation never passes one); ``seed``:
+    this episode's sampling seed."""
+    config = EpisodeConfig.of(config)
+    harness = config.harness
+    client = as_client(model, config.model_options)
+    if config.token_mode is not None:
+        loop = config.token_mode.loop(client)
     else:
-        loop = AgentLoop(agent, config=LoopConfig(max_turns=harness.limits.max_turns))
+        loop = AgentLoop(client, config=LoopConfig())
     t0 = time.monotonic()
-    env = make(task=task, harness=harness, sandbox=sandbox, **(env_kwargs or {}))
+    env = make(task=task, harness=harness, sandbox=config.sandbox, **dict(config.env_options))
     try:
         try:
             traj = loop.run(env, task, seed=seed, skill=skill)
         except SandboxError as exc:
-            traj = Trajectory(instance_id=task.instance_id, model=agent.name, harness=harness.name,
+            traj = Trajectory(instance_id=task.instance_id, model=client.name, harness=harness.name,
                               harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
                               info={"termination": "sandbox_error", "mask_sample": True, "error": str(exc)})
-        return _record(task, agent.name, harness, traj, t0)
+        return _record(task, client.name, harness, traj, t0).to_json()
     finally:
         env.close()
 
 
-def error_record(task: Task, agent: Any, harness: "HarnessSpec | str", exc: BaseException, t0: float) -> dict[str, Any]:
+def error_record(task: Task, model: Any, harness: "HarnessSpec | str", exc: BaseException, t0: float) -> dict[str, Any]:
     """The record of an episode that failed in a way nothing planned for (a bug, a broken task):
     masked, with the error, so the run goes on and the failure is visible."""
-    spec = harness if isinstance(harness, HarnessSpec) else load_spec(harness)
-    name = agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
+    spec = load_spec(harness)
+    name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     error = f"{type(exc).__name__}: {exc}"
     traj = Trajectory(instance_id=task.instance_id, model=name, harness=spec.name, harness_hash=spec.hash,
                       termination="internal_error", mask_sample=True,
                       info={"termination": "internal_error", "mask_sample": True, "error": error})
-    return _record(task, name, spec, traj, t0)
+    return _record(task, name, spec, traj, t0).to_json()
 
 
-def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> dict[str, Any]:
+def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> EpisodeRecord:
     info = traj.info
     grade = info.get("grade") or {}
-    return {
-        "instance_id": task.instance_id,
-        "benchmark": task.benchmark,
-        "policy": model,
-        "model": model,
-        "harness": harness.name,
-        "harness_hash": traj.harness_hash or harness.hash,
-        "reward": traj.reward,
-        "resolved": bool(grade.get("resolved", False)),
-        "termination": traj.termination,
-        "mask_sample": traj.mask_sample,
-        "error": info.get("error", ""),
-        "turns": info.get("turn", 0),
-        "tool_counts": info.get("tool_counts", {}),
-        "hooks": info.get("hooks", {}),
-        "edits": info.get("edits", 0),
-        "test_runs": info.get("test_runs", 0),
-        "delivery": info.get("delivery"),
-        "timings": traj.timings,
-        "patch": info.get("patch", ""),
-        "grade": grade,
-        "flags": grade.get("flags", []),  # why the result is suspicious (reward hacking), to filter on
-        "messages": traj.messages,
-        "model_calls": traj.model_calls,
-        "token_ids": traj.token_ids,
-        "loss_mask": traj.loss_mask,
-        "logprobs": traj.logprobs,
-        "token_error": traj.token_error,
-        "skill": traj.skill,
-        "seed": traj.seed,
-        "duration_s": round(time.monotonic() - t0, 3),
-        "grader_version": GRADER_VERSION,
-        "dataset": task.metadata.get("dataset", f"suite:{task.benchmark}"),
-        "grading_scripts": task.metadata.get("pro_scripts"),  # SWE-bench Pro: Scale's scripts, repo@commit
-        "task_fingerprint": task.fingerprint(),
-    }
+    return EpisodeRecord(
+        instance_id=task.instance_id, benchmark=task.benchmark, model=model, harness=harness.name,
+        harness_hash=traj.harness_hash or harness.hash, reward=traj.reward,
+        resolved=bool(grade.get("resolved", False)), termination=traj.termination, mask_sample=traj.mask_sample,
+        error=info.get("error", ""), turns=info.get("turn", 0), tool_counts=info.get("tool_counts", {}),
+        hooks=info.get("hooks", {}), edits=info.get("edits", 0), test_runs=info.get("test_runs", 0),
+        delivery=info.get("delivery"), timings=traj.timings, patch=info.get("patch", ""), grade=grade,
+        flags=grade.get("flags", []),  # why the result is suspicious (reward hacking), to filter on
+        messages=traj.messages, model_calls=traj.model_calls, token_ids=traj.token_ids, loss_mask=traj.loss_mask,
+        logprobs=traj.logprobs, token_error=traj.token_error, skill=traj.skill, seed=traj.seed,
+        duration_s=round(time.monotonic() - t0, 3), grader_version=GRADER_VERSION,
+        dataset=task.metadata.get("dataset", f"suite:{task.benchmark}"),
+        grading_scripts=task.metadata.get("pro_scripts"),  # SWE-bench Pro: Scale's scripts, repo@commit
+        task_fingerprint=task.fingerprint())

@@ -16,8 +16,9 @@ Two modes:
 - **Chat mode** (no template): the backend renders the conversation (hosted APIs); the trajectory
   keeps the messages and any per-turn ids the server returned.
 
-Limits: ``max_turns`` (also enforced by the env) and ``context_tokens`` (token mode): reaching it
-ends the episode as truncated with termination ``context_limit`` (graded as it stands).
+Limits: the turn cap is the env's (the harness spec's ``limits.max_turns``, enforced there and
+nowhere else); ``context_tokens`` (token mode) is the loop's: reaching it ends the episode as
+truncated with termination ``context_limit`` (graded as it stands).
 A model that fails for good (retries exhausted) ends it with ``model_error``, masked.
 """
 
@@ -29,18 +30,15 @@ from typing import Any
 
 import gymnasium as gym
 
-from ha_envs.env import RepairEnv
 from ha_envs.task import Task
 
-from .chat_template import ChatTemplate, ModelTemplate
+from .chat.template import ChatTemplate, ModelTemplate
 from .llm.base import Completion, LLMClient, LLMError, call_options
-from .tokens import as_codec
+from .chat.tokens import as_codec
 
 
 @dataclass
 class LoopConfig:
-    max_turns: int = 60
-    """Turn cap (the env's harness limit applies too; the smaller wins)."""
     context_tokens: int = 65536
     """Token budget of the whole conversation in token mode."""
     max_new_tokens: int | None = None
@@ -107,26 +105,24 @@ class AgentLoop:
         if skill:
             options["skill"] = skill
         obs, info = env.reset(seed=seed, options=options or None)
-        base: RepairEnv = env.unwrapped  # type: ignore[assignment]
+        # Ending from outside goes through the wrapper stack (each layer adds its part of info).
+        end, abort = env.get_wrapper_attr("end"), env.get_wrapper_attr("abort")
         traj = Trajectory(instance_id=info["instance_id"], model=self.client.name, harness=info.get("harness", ""),
                           harness_hash=info.get("harness_hash", ""), skill=skill or None, seed=seed)
         tools = info.get("tools") or []
         traj.messages.extend(obs)
-        if hasattr(self.client, "start") and base.task is not None:
-            self.client.start(base.task, info)
+        episode_task = env.get_wrapper_attr("task")
+        if hasattr(self.client, "start") and episode_task is not None:
+            self.client.start(episode_task, info)
         tracking = self.token_mode
         if tracking:
             self._append(traj, self._encode(self.template.prompt(traj.messages, tools)), 0)
         model_s = 0.0
         turns = 0
         while True:
-            if turns >= self.config.max_turns:
-                obs, reward, term, trunc, info = base.end("max_turns")
-                traj.messages.extend(obs)
-                break
             left = self.config.context_tokens - len(traj.token_ids)
             if tracking and left <= 0:
-                obs, reward, term, trunc, info = base.end("context_limit")
+                obs, reward, term, trunc, info = end("context_limit")
                 traj.messages.extend(obs)
                 break
             kw: dict[str, Any] = {}
@@ -140,7 +136,7 @@ class AgentLoop:
                 comp: Completion = self.client.complete(traj.messages, tools,
                                                         prompt_ids=list(traj.token_ids) if tracking else None, **kw)
             except LLMError as exc:
-                obs, reward, term, trunc, info = base.abort(str(exc), reason="model_error")
+                obs, reward, term, trunc, info = abort(str(exc), reason="model_error")
                 traj.messages.extend(obs)
                 break
             model_s += time.monotonic() - t1

@@ -113,7 +113,7 @@ def select_tasks(args: argparse.Namespace) -> list[Task]:
             raise TaskError(f"--repos {args.repos}: not a directory")
         os.environ["HA_REPOS_DIR"] = str(Path(args.repos).resolve())  # read by snapshots, also in workers
     if getattr(args, "benchmark", None):
-        from ha_envs.benchmarks import load_benchmark
+        from ha_envs.swe_datasets import load_benchmark
 
         tasks = load_benchmark(args.benchmark, source=args.data, pro_scripts=args.pro_scripts)
         source = f"benchmark {args.benchmark}"

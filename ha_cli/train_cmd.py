@@ -21,7 +21,7 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--model", required=True, help="a local Hugging Face model directory (nothing is downloaded)")
     p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
                    help="build a tiny randomly initialised model of this family at --model when it does not exist")
-    p.add_argument("--harness", default="h0", help="preset, spec file, or train-edit (small text-tool harness)")
+    p.add_argument("--harness", default="h0", help="preset (train-edit: the small text-tool harness) or spec file")
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--tasks-per-update", type=int, default=46)
     p.add_argument("--group-size", type=int, default=4)
@@ -80,10 +80,6 @@ VERL_EVOLVE = ("--evolve is not yet supported with --backend verl: verl's traine
 def resolve_harness(ref: str) -> Any:
     from ha_envs.harness import load_spec
 
-    if ref == "train-edit":
-        from ha_agents.train.recipes import TRAIN_HARNESS
-
-        return TRAIN_HARNESS
     return load_spec(ref)
 
 
@@ -111,6 +107,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return launch(args, tasks, spec, out)
     _need_torch()
     from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
+    from ha_agents.episode import EpisodeConfig
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.losses import LossConfig
 
@@ -133,12 +130,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.exclude_benchmark or args.pool_k:
         evaluation = []
         if args.exclude_benchmark:
-            from ha_envs.benchmarks import load_benchmark
+            from ha_envs.swe_datasets import load_benchmark
 
             evaluation = load_benchmark(args.exclude_benchmark)
-        report = build_pool(tasks, evaluation=evaluation, agent=trainer.client() if args.pool_k else None,
-                            k=max(1, args.pool_k), harness=spec, out=out / "pool", seed=args.seed, ledger=ledger,
-                            token_mode=trainer.token_mode, workers=args.workers, sandbox=args.sandbox)
+        report = build_pool(tasks, evaluation=evaluation, model=trainer.client() if args.pool_k else None,
+                            k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
+                            harness=EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=trainer.token_mode))
         print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
               f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
         tasks = report.tasks
@@ -174,6 +171,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if tb is not None:
         tb.close()
     print(json.dumps(history[-1] if history else {}, default=str))
+    from ha_envs.grading.faults import fault_summary, records_under
+    print(fault_summary(records_under(out / "rollouts")), end="", file=sys.stderr)
     print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
           f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
           f"--harness {args.harness})")
@@ -209,7 +208,7 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:
     """The first prompt's length; a ValueError when it leaves no room to generate."""
     import ha_envs
-    from ha_agents.tokens import as_codec
+    from ha_agents.chat.tokens import as_codec
 
     template, tok = token_mode.resolve()
     env = ha_envs.make(task=task, harness=spec)

@@ -5,7 +5,7 @@
 
 import gymnasium
 
-from .env import MASKED, TERMINATIONS, EpisodeOverError, RepairEnv
+from .env import MASKED, TERMINATIONS, TRUNCATED, EpisodeOverError, RepairEnv
 from .factory import make
 from .grading import GradeReport, Grader, GradingError
 from .loaders import load_jsonl, load_suite, resolve_tasks
@@ -15,5 +15,5 @@ if "ha_envs/Repair-v0" not in gymnasium.registry:
     gymnasium.register(id="ha_envs/Repair-v0", entry_point="ha_envs.factory:make")
 
 __all__ = ["EnvironmentSpec", "EpisodeOverError", "GradeReport", "Grader", "GradingError", "MASKED",
-           "RepairEnv", "TERMINATIONS", "Task", "TaskError", "TestSpec", "load_jsonl", "load_suite",
+           "RepairEnv", "TERMINATIONS", "TRUNCATED", "Task", "TaskError", "TestSpec", "load_jsonl", "load_suite",
            "make", "resolve_tasks"]

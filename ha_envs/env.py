@@ -6,7 +6,9 @@
 The observation is the list of new messages (see ``messages.py``). The reward is the grader's
 verdict at termination (1.0 resolved, else 0.0) and 0 before. ``info["termination"]`` says why an
 episode ended; ``info["mask_sample"]`` is True when the infrastructure (not the agent) failed, so a
-trainer drops the sample instead of learning from a silent 0.
+trainer drops the sample instead of learning from a silent 0. A submission whose grading found the
+verdict forged (hidden canaries, exit status: ``grading/canaries.py``) ends ``verdict_tampered``:
+the agent's doing, reward 0, not masked.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ from .sandbox.base import PatchError
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
-                "sandbox_error", "grading_error", "model_error")
-MASKED = {"sandbox_error", "grading_error", "model_error"}
+                "sandbox_error", "grading_error", "model_error", "verdict_tampered")
+MASKED = frozenset({"sandbox_error", "grading_error", "model_error"})
+"""Terminations of an infrastructure fault: no verdict, the sample carries no gradient."""
+TRUNCATED = frozenset({"max_turns", "context_limit", "agent_timeout"})
+"""Terminations of an episode that ran out of budget: graded as it stands, dropped by GRPO (the
+paper) unless a trainer keeps them."""
 
 SYSTEM_PROMPT = """You are an expert software engineer fixing an issue in the repository at {workdir}.
 You act through a bash shell that keeps its state (cwd, exported variables) between commands.
@@ -147,6 +153,11 @@ class RepairEnv(gym.Env):
         if callable(self._sandbox_kind):
             return self._sandbox_kind(task)
         return make_sandbox(self._sandbox_kind, task, **self._sandbox_options)
+
+    @property
+    def command_timeout_s(self) -> float:
+        """The cap on one command in the sandbox (the harness's ``limits.command_timeout_s``)."""
+        return float(self._sandbox_options.get("command_timeout_s", 120.0))
 
     def configure(self, max_turns: int | None = None, max_format_errors: int | None = None,
                   sandbox_options: dict[str, Any] | None = None) -> None:
@@ -278,14 +289,18 @@ class RepairEnv(gym.Env):
         else:
             try:
                 report = self.grader.grade(self.task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
-            except GradingError as exc:
-                return self._infra_failure("grading_error", str(exc), obs, patch=patch)
+            except GradingError as exc:  # an environment fault carries its grade (faults.py)
+                return self._infra_failure("grading_error", str(exc), obs, patch=patch,
+                                           grade=getattr(exc, "report", None))
         self.timings["grade_s"] = time.monotonic() - t0
         info["patch"] = patch
         leaked = hidden_names_in(self.task, "\n".join(self._actions))
         if leaked:
             report.flag("hidden_test_names_in_actions", "the agent wrote the names of hidden tests it cannot "
                         "have seen: " + ", ".join(leaked[:10]))
+        if report.status == "verdict_tampered" and reason == "submitted":
+            # the agent's doing (canaries, exit status: grading/canaries.py): graded 0, not masked
+            info["termination"] = "verdict_tampered"
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
         info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
@@ -307,12 +322,15 @@ class RepairEnv(gym.Env):
             raise EpisodeOverError("the episode is over (or never started): call reset() first")
         return self._infra_failure(reason, error)
 
-    def _infra_failure(self, reason: str, error: str, obs: list[dict[str, Any]] | None = None, patch: str | None = None):
+    def _infra_failure(self, reason: str, error: str, obs: list[dict[str, Any]] | None = None, patch: str | None = None,
+                       grade: GradeReport | None = None):
         self._done = True
         info = self._info(reason)
         info["error"] = error
         if patch is not None:
             info["patch"] = patch
+        if grade is not None:
+            info["grade"] = grade.to_dict()
         return obs or [], 0.0, True, False, info
 
     def _info(self, termination: str | None) -> dict[str, Any]:

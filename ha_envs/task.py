@@ -42,7 +42,7 @@ class TestSpec:
     test_command: str
     """Shell command, run from the repository root, that runs every listed test."""
     log_parser: str
-    """Name of the parser in ``ha_envs.grading.parsers`` that turns the log into test outcomes."""
+    """Name of the parser in ``ha_envs.grading.log_parsers`` that turns the log into test outcomes."""
     protected_paths: tuple[str, ...] = ()
     """Extra glob patterns (besides the files the test patch touches) whose edits by the agent
     are dropped before grading, so tampering with test infrastructure cannot flip the verdict."""

@@ -36,8 +36,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .grading.grader import EnvironmentFault
 from .grading.grader import NETWORK_SIGNS, Grader, GradeReport, GradingError
-from .grading.parsers import PASSED, SKIPPED, XFAIL
+from .grading.log_parsers import PASSED, SKIPPED, XFAIL
 from .sandbox.base import SandboxError
 from .task import Task
 
@@ -63,6 +64,11 @@ class ValidationResult:
     environment: dict = field(default_factory=dict)
     """What the environment build read and lacks: ``requirements`` (file @ commit), ``notes``
     (fallbacks taken), ``problems`` (requirements and setup steps it could not honour)."""
+    fault: str = ""
+    """The kind of environment fault (``grading.faults.KINDS``) when the tests could not start,
+    with the gold patch or the empty one and at base alike; empty otherwise."""
+    fault_cause: str = ""
+    """That fault in words."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,7 +84,11 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
         empty = grader.grade(task, "")
     except GradingError as exc:
         res.ok, res.problems = False, [f"grading failed: {exc}"]
-        if isinstance(exc.__cause__, SandboxError) and not MACHINE_SIGNS.search(str(exc)):
+        if isinstance(exc, EnvironmentFault):  # the tests cannot start here, at base either
+            res.fault, res.fault_cause = exc.kind, exc.report.error
+            res.cause = "machine" if exc.kind in ("runner_missing", "runner_not_executable") else "environment"
+            res.environment = environment_of(task, build=False)
+        elif isinstance(exc.__cause__, SandboxError) and not MACHINE_SIGNS.search(str(exc)):
             # The sandbox (the environment build, the snapshot) failed, not the grading.
             res.cause, res.environment = "environment", environment_of(task, build=False)
         else:
@@ -221,9 +231,9 @@ def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: li
 def environment_of(task: Task, build: bool = True) -> dict:
     """The environment build's record for ``task`` plus its snapshot's pre-install steps; ``build``
     False: only what is already on disk (never starts a build)."""
-    from .sandbox.pyenv import build_report, python_env
-    from .sandbox.setup_steps import setup_report
-    from .sandbox.workcopy import prepare_snapshot
+    from .provision.pyenv import build_report, python_env
+    from .provision.setup_steps import setup_report
+    from .provision.workcopy import prepare_snapshot
 
     out: dict = {}
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any, Mapping
 
-from ha_agents.grpo import RateReport, Rollout, rates
+from ha_agents.train.grpo import RateReport, Rollout, rates
 
 
 @dataclass(frozen=True)

@@ -257,9 +257,9 @@ class LLMTeacher:
 def _llm(options: ProposerOptions) -> Proposer:
     if not options.teacher:
         raise ValueError("the llm proposer needs a teacher model (--teacher openai:NAME@URL)")
-    from ha_agents.episode import make_agent
+    from ha_agents.llm.registry import make_model
 
-    return LLMTeacher(make_agent(options.teacher), options.budget_chars)
+    return LLMTeacher(make_model(options.teacher), options.budget_chars)
 
 
 @dataclass

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ha_agents.rollouts import TrajectoryLog
+from ha_agents.records.log import JsonlLog
 
 
 def proposals(out: Path | str) -> list[dict[str, Any]]:
-    return [r for r in TrajectoryLog(Path(out) / "evolution.jsonl").records if r.get("kind") == "proposal"]
+    return [r for r in JsonlLog(Path(out) / "evolution.jsonl").records if r.get("kind") == "proposal"]
 
 
 def _rel(new: float, old: float) -> float | None:
@@ -78,7 +78,7 @@ def figures(out: Path | str) -> list[Path]:
     paths.append(figdir / "candidates.png")
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
-    rounds = [r for r in TrajectoryLog(out / "evolution.jsonl").records if r.get("kind") == "round"]
+    rounds = [r for r in JsonlLog(out / "evolution.jsonl").records if r.get("kind") == "round"]
     first = {}
     for r in proposals(out):
         first.setdefault((r["epoch"], r["round"]), r["current_rates"])

@@ -28,15 +28,17 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ha_agents.grpo import Rollout, rates
-from ha_agents.rollouts import TrajectoryLog, collect
+from ha_agents.train.grpo import Rollout, rates
+from ha_agents.records.log import JsonlLog
+from ha_agents.episode import EpisodeConfig
+from ha_agents.runs.rollouts import collect
 from ha_envs.harness import HarnessSpec, diff, load_spec
 from ha_envs.task import Task
 
 from .gate import dual_rate_gate, stat_gate
 from .paired_gate import PairedGateConfig, paired_gate
 from .proposers import Proposer
-from .validation import validate_candidate
+from .candidate_checks import validate_candidate
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +132,7 @@ class Evolution:
         self.token_mode = token_mode
         self.model_options = model_options
         self.say = progress or (lambda text: log.info("%s", text))
-        self.log = TrajectoryLog(self.out / "evolution.jsonl")
+        self.log = JsonlLog(self.out / "evolution.jsonl")
         self.current = load_spec(start)
         self._save(self.current)
         for rec in self.log.records:  # resume: the harness where the last finished round left it
@@ -147,10 +149,11 @@ class Evolution:
 
     def _rollouts(self, spec: HarnessSpec, rnd: int) -> list[dict[str, Any]]:
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
-        return collect(self.tasks, self.config.group_size, self.agent, spec, out=out, sandbox=self.config.sandbox,
-                       workers=self.config.workers, env_kwargs=self.env_kwargs, progress_bar=False,
-                       skills=self.skills, token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd,
-                       model_options=self.model_options)
+        episodes = EpisodeConfig.create(spec, sandbox=self.config.sandbox, env_options=self.env_kwargs,
+                                        token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd,
+                                        model_options=self.model_options)
+        return collect(self.tasks, self.config.group_size, self.agent, episodes, out=out, workers=self.config.workers,
+                       progress_bar=False, skills=self.skills)
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}

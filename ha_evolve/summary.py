@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass
 from statistics import mean
 from typing import Any, Iterable
 
-TRUNCATIONS = ("max_turns", "context_limit", "agent_timeout")
+from ha_agents.records.episode_record import classify
+
 LONG_OUTPUT_CHARS = 4000
 
 
@@ -59,7 +60,7 @@ def trajectory_stats(records: Iterable[dict[str, Any]]) -> TrajectoryStats:
             tools[name] = tools.get(name, 0) + int(count)
 
     def untested(r: dict[str, Any]) -> bool:
-        if r.get("termination") != "submitted":
+        if r.get("termination") not in ("submitted", "verdict_tampered"):
             return False
         delivery = r.get("delivery") or {}
         if "tested_after_last_edit" in delivery:
@@ -80,7 +81,7 @@ def trajectory_stats(records: Iterable[dict[str, Any]]) -> TrajectoryStats:
     return TrajectoryStats(
         n=n,
         pass_rate=mean(float(bool(r.get("resolved"))) for r in recs),
-        truncated=mean(float(r.get("termination") in TRUNCATIONS) for r in recs),
+        truncated=mean(float(classify(r).truncated) for r in recs),
         format_errors_per_traj=mean(float((r.get("tool_counts") or {}).get("format_error", 0)) for r in recs),
         tool_errors_per_traj=mean(float(tool_errors(r)) for r in recs),
         test_runs_per_traj=mean(float(r.get("test_runs", 0)) for r in recs),
@@ -88,14 +89,14 @@ def trajectory_stats(records: Iterable[dict[str, Any]]) -> TrajectoryStats:
         long_outputs_per_traj=mean(float(long_outputs(r)) for r in recs),
         repeated_actions_per_traj=mean(float(repeats(r)) for r in recs),
         never_edited=mean(float(int(r.get("edits", 0)) == 0 and not (r.get("patch") or "").strip()) for r in recs),
-        masked=mean(float(bool(r.get("mask_sample"))) for r in recs),
+        masked=mean(float(classify(r).masked) for r in recs),
         hook_firings=hooks, tool_use=tools,
     )
 
 
 def digest(rec: dict[str, Any], max_chars: int = 1500) -> str:
     """One trajectory in a few lines: outcome, how it ended, what it used, its last actions."""
-    outcome = "resolved" if rec.get("resolved") else ("masked" if rec.get("mask_sample") else "failed")
+    outcome = "resolved" if rec.get("resolved") else ("masked" if classify(rec).masked else "failed")
     head = (f"- {rec.get('instance_id')} #{rec.get('run', 1)}: {outcome}, ended {rec.get('termination')}, "
             f"{rec.get('turns', 0)} turns, {rec.get('test_runs', 0)} test runs, {rec.get('edits', 0)} edits; "
             f"tools {dict(sorted((rec.get('tool_counts') or {}).items()))}")

@@ -11,11 +11,22 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ha_envs", "ha_agents", "ha_evolve", "ha_cli")
 LAYERS = [  # lowest first; a module may import its own layer's modules and any layer below
     ("tasks", ("ha_envs.task", "ha_envs.actions", "ha_envs.messages", "ha_envs.loaders")),
+    ("sandbox core", ("ha_envs.sandbox.base", "ha_envs.sandbox.shell", "ha_envs.sandbox.daemon",
+                      "ha_envs.sandbox.limits", "ha_envs.sandbox.reaper")),
+    ("provisioning", ("ha_envs.provision",)),
     ("sandbox", ("ha_envs.sandbox",)),
-    ("grading", ("ha_envs.grading", "ha_envs.benchmarks", "ha_envs.validate")),
+    ("grading", ("ha_envs.grading", "ha_envs.swe_datasets", "ha_envs.validate")),
     ("env", ("ha_envs.env",)),
     ("harness", ("ha_envs.harness",)),
     ("make", ("ha_envs.factory", "ha_envs")),
+    # ha_agents: the wings below the loop, the loop, then what runs many episodes
+    ("agents: chat", ("ha_agents.chat",)),
+    ("agents: llm", ("ha_agents.llm",)),
+    ("agents: records", ("ha_agents.records",)),
+    ("agents: loop", ("ha_agents.loop", "ha_agents.episode")),
+    ("agents: runs", ("ha_agents.runs",)),
+    ("agents: train", ("ha_agents.train",)),
+    ("agents: adapters", ("ha_agents.adapters",)),
     ("agents", ("ha_agents",)),
     ("evolution", ("ha_evolve",)),
     ("cli", ("ha_cli",)),
@@ -124,3 +135,6 @@ def test_the_checker_sees_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert _layer("ha_envs.sandbox.docker") < _layer("ha_envs.grading.grader") < _layer("ha_envs.env")
     assert _layer("ha_envs.env") < _layer("ha_envs.harness.wrappers") < _layer("ha_envs.factory")
+    assert _layer("ha_envs.sandbox.base") < _layer("ha_envs.provision.pyenv") < _layer("ha_envs.sandbox.local")
+    assert _layer("ha_agents.chat.template") < _layer("ha_agents.loop") < _layer("ha_agents.runs.rollouts")
+    assert _layer("ha_agents.runs.rollouts") < _layer("ha_agents.train.driver") < _layer("ha_agents")

@@ -1,7 +1,7 @@
 """SkyRL-Gym adapter (extra ``adapters``: ``skyrl-gym``): a harness-wrapped repair env as a
 ``BaseTextEnv``, registered as ``harnessadapt``::
 
-    from ha_agents.adapters.skyrl import register
+    from .skyrl import register
     register()   # in every process that runs SkyRL's generator (skyrl_gym.make looks ids up there)
     env = skyrl_gym.make("harnessadapt", env_config={"harness": "h0"}, extras={"instance_id": "mini__ttl_cache"})
     prompt, meta = env.init([])               # the harness's system and task messages; meta["tools"]

@@ -14,7 +14,7 @@ shared by every backend):
 - **truncated** (``max_turns``, ``context_limit``, ``agent_timeout``): ``truncated="drop"`` (the
   paper's choice, the default) or ``"keep"`` (trained with the reward of the graded state);
 - advantages: reward minus the group mean over the records that remain (std normalisation
-  optional), computed by ``ha_agents.grpo.group_advantages``, the one implementation;
+  optional), computed by ``ha_agents.train.grpo.group_advantages``, the one implementation;
 - groups whose remaining members all have the same reward carry no signal (advantage 0) and are
   left out of the batch unless ``keep_zero_advantage``.
 """
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..grpo import group_advantages
+from .grpo import group_advantages
 from ..llm.base import LLMClient
+from ..records.episode_record import classify
 
-TRUNCATED = ("max_turns", "context_limit", "agent_timeout")
 
 
 @dataclass
@@ -73,15 +73,16 @@ def prepare_batch(records: Sequence[Mapping[str, Any]], policy: BatchPolicy = Ba
     """Records (``trajectories.jsonl`` lines) -> the samples an update trains on, in a stable order."""
     dropped: Counter[str] = Counter()
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: (str(r.get("group", r["instance_id"])), int(r.get("run", 1)))):
-        if r.get("mask_sample"):
+    for r in sorted(records, key=lambda r: (classify(r).group, int(r.get("run", 1)))):
+        o = classify(r)
+        if o.masked:
             dropped["masked"] += 1
         elif r.get("token_error") or not any(r.get("loss_mask") or ()):
             dropped["no_tokens"] += 1
-        elif r.get("termination") in TRUNCATED and policy.truncated == "drop":
+        elif o.truncated and policy.truncated == "drop":
             dropped["truncated"] += 1
         else:
-            groups[str(r.get("group", r["instance_id"]))].append(r)
+            groups[o.group].append(r)
     samples: list[Sample] = []
     for g, members in groups.items():
         rewards = [float(r["reward"]) for r in members]

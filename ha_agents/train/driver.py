@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import mean
 from typing import Any, Callable
@@ -35,8 +34,10 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.task import Task
 
 from ..episode import TokenMode
-from ..grpo import Rollout, rates
-from ..rollouts import collect, episode_seed
+from .grpo import Rollout, rates
+from ..records.log import append_jsonl, read_jsonl
+from ..episode import EpisodeConfig, episode_seed
+from ..runs.rollouts import collect
 from .base import BatchPolicy, Trainer, prepare_batch
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
     if token_mode is None:
         raise ValueError("training needs token mode: give TrainConfig.token_mode (template and tokenizer) or a "
                          "trainer with a token_mode")
+    episodes = EpisodeConfig.create(spec, sandbox=config.sandbox, env_options=config.env_kwargs, token_mode=token_mode)
     sampler = TaskSampler(tasks, config.seed)
     ledger = ledger or RolloutLedger()
     metrics_path = out / "metrics.jsonl"
@@ -159,7 +161,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
     elif resume:
         log.warning("nothing to resume in %s; starting at update 1", out)
-    history = _read_metrics(metrics_path)
+    history = read_jsonl(metrics_path)
     for u in range(start, config.updates + 1):
         epoch = (u - 1) // config.evolve_every + 1 if config.evolve_every else 0
         if evolve is not None and config.evolve_every and (u - 1) % config.evolve_every == 0 and epoch > evolved:
@@ -172,9 +174,9 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
                                   "harness": spec.to_dict(), "evolved_epoch": evolved})
         batch_tasks = sampler.next(config.tasks_per_update)
         t0 = time.monotonic()
-        records = collect(batch_tasks, config.group_size, trainer.client(), spec, out=out / "rollouts" / f"update-{u:04d}",
-                          workers=config.workers, sandbox=config.sandbox, env_kwargs=config.env_kwargs,
-                          token_mode=token_mode, seed=episode_seed(config.seed, "update", u), progress_bar=config.progress)
+        run = replace(episodes, harness=spec, seed=episode_seed(config.seed, "update", u))
+        records = collect(batch_tasks, config.group_size, trainer.client(), run, out=out / "rollouts" / f"update-{u:04d}",
+                          workers=config.workers, progress_bar=config.progress)
         rollout_s = time.monotonic() - t0
         ledger.add("training", len(records))
         report = rates([Rollout.from_record(r) for r in records])
@@ -193,7 +195,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
                "rollout_s": round(rollout_s, 3),
                "grading_s": round(sum(float((r.get("timings") or {}).get("grade_s", 0.0)) for r in records), 3),
                "update_s": round(update_s, 3), "ledger": {**asdict(ledger), "total": ledger.total}}
-        _append(metrics_path, row)
+        append_jsonl(metrics_path, row)
         history.append(row)
         if u % max(1, config.save_every) == 0 or u == config.updates:
             _save(trainer, ckpt, {"next_update": u + 1, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
@@ -218,28 +220,9 @@ def _save(trainer: Trainer, ckpt: Path, state: dict[str, Any]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _append(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a") as fh:
-        fh.write(json.dumps(row) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _read_metrics(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            break  # a line cut by a killed writer
-    return rows
-
-
 def _truncate_metrics(path: Path, next_update: int) -> None:
     """Drop metric lines of updates the checkpoint does not include (written after it was saved)."""
-    rows = [r for r in _read_metrics(path) if int(r["update"]) < next_update]
+    rows = [r for r in read_jsonl(path) if int(r["update"]) < next_update]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 

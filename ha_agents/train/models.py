@@ -27,8 +27,8 @@ def init_model(out: str | Path, family: str = "qwen", hidden: int = 64, layers: 
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
-    from ..templates import FAMILIES, hf_tokenizer
-    from ..toy_tokenizer import toy_tokenizer
+    from ..chat.families import FAMILIES, hf_tokenizer
+    from ..chat.toy_tokenizer import toy_tokenizer
 
     if family not in FAMILIES:
         raise ValueError(f"unknown model family {family!r}; use {', '.join(FAMILIES)}")

@@ -3,7 +3,7 @@
 ``build_pool(tasks, n, ...)``:
 - refuses (``ValueError``) any task whose instance id is in the evaluation set, and warns (and
   reports) tasks whose repository is also an evaluation repository;
-- with ``agent``: runs ``k`` samples of every candidate with the current policy and drops the tasks
+- with ``model``: runs ``k`` samples of every candidate with the current policy and drops the tasks
   it solves in all ``k`` (they would only ever form all-success groups); these rollouts count as
   ``preparation`` in the ledger;
 - samples ``n`` of the rest (seeded).
@@ -14,13 +14,15 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ha_envs.task import Task
 
-from ..rollouts import collect
+from ..episode import EpisodeConfig
+from ..records.episode_record import classify
+from ..runs.rollouts import collect
 from .driver import RolloutLedger
 
 log = logging.getLogger(__name__)
@@ -35,8 +37,8 @@ class PoolReport:
     preparation_rollouts: int = 0
 
 
-def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] | None = None, agent: Any = None,
-               k: int = 4, harness: Any = "h0", out: str | Path | None = None, seed: int = 0,
+def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] | None = None, model: Any = None,
+               k: int = 4, harness: Any = "h0", out: str | Path | None = None, seed: int = 0,  # harness: or an EpisodeConfig
                ledger: RolloutLedger | None = None, **collect_kw: Any) -> PoolReport:
     evaluation = evaluation or []
     eval_ids = {t.instance_id for t in evaluation}
@@ -53,16 +55,16 @@ def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] |
         log.warning("%d training task(s) share repository %s with the evaluation set (e.g. %s)", len(ids), repo, ids[0])
     candidates = list(tasks)
     report = PoolReport(tasks=[], repo_overlap=dict(overlap))
-    if agent is not None:
+    if model is not None:
         if out is None:
             raise ValueError("filtering by the policy needs out= (where its rollouts go)")
-        records = collect(candidates, k, agent, harness, out=out, seed=seed, **collect_kw)
+        records = collect(candidates, k, model, replace(EpisodeConfig.of(harness), seed=seed), out=out, **collect_kw)
         report.preparation_rollouts = len(records)
         if ledger is not None:
             ledger.add("preparation", len(records))
         wins: dict[str, list[bool]] = defaultdict(list)
         for r in records:
-            if not r.get("mask_sample"):
+            if not classify(r).masked:
                 wins[r["instance_id"]].append(bool(r["resolved"]))
         report.solved_always = sorted(i for i, w in wins.items() if len(w) == k and all(w))
         candidates = [t for t in candidates if t.instance_id not in set(report.solved_always)]

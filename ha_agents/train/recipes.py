@@ -1,6 +1,6 @@
 """Recipes shared by ``ha train``, the demo, the learning benchmark and its test.
 
-``TRAIN_HARNESS``: a small text-tool harness for tiny local policies (bash, edit and create file,
+``TRAIN_HARNESS``: the ``train-edit`` preset, a small text-tool harness for tiny local policies (bash, edit and create file,
 submit; Hermes ``<tool_call>`` format; no hooks). ``warm_start``: demonstrations of the tasks
 through the real env and grader, then supervised epochs on them (the paper's policies start from
 an instruction-tuned model; a randomly initialised tiny model needs this to write a tool call at
@@ -14,15 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ha_envs.harness import HarnessSpec
+from ha_envs.harness import load_spec
 from ha_envs.task import Task
 
 from .sft import demonstrations, sft_samples
 
-TRAIN_HARNESS = HarnessSpec.from_dict({
-    "name": "train-edit", "description": "Edit tools in Hermes text format, for small local policies.",
-    "parser": {"format": "hermes", "multi_call": "reject", "max_format_errors": 2},
-    "tools": ["bash", "edit_file", "create_file", "submit"], "hooks": [], "limits": {"max_turns": 8}})
+TRAIN_HARNESS = load_spec("train-edit")  # a preset (ha_envs/harness/presets/train-edit.yaml)
 
 
 def warm_start(trainer: Any, tasks: list[Task], out: str | Path, harness: Any = TRAIN_HARNESS, epochs: int = 60,

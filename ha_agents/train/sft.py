@@ -10,19 +10,20 @@ always carry the policy's own ids. Tool calls the oracle makes natively are writ
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ha_envs.actions import ToolCall
-from ha_envs.harness.parsers import render_call
+from ha_envs.harness.tool_calls import render_call
 from ha_envs.task import Task
 
-from ..episode import TokenMode
+from ..episode import EpisodeConfig, TokenMode
 from ..llm.base import Completion
 from ..llm.scripted import PolicyClient
-from ..policies import make_policy
-from ..rollouts import collect
-from ..tokens import as_codec
+from ..llm.policies import make_policy
+from ..runs.rollouts import collect
+from ..chat.tokens import as_codec
 from .base import Sample
 
 
@@ -59,7 +60,8 @@ def demonstrations(tasks: list[Task], token_mode: TokenMode, out: str | Path, ha
     state, so its client cannot be shared by concurrent episodes)."""
     template, tok = token_mode.resolve()
     client = TokenizingClient(PolicyClient(make_policy(policy)), tok, template.eos)
-    records = collect(tasks, 1, client, harness, out=out, workers=1, token_mode=token_mode, progress_bar=False, **kw)
+    config = replace(EpisodeConfig.of(harness), token_mode=token_mode, **kw)
+    records = collect(tasks, 1, client, config, out=out, workers=1, progress_bar=False)
     for r in records:
         r["demonstration"] = True
     return records

@@ -7,7 +7,7 @@ give [0.25, 0.25, -0.75, 0]. The local backend (``base.prepare_batch``) drops th
 before it centres, giving [1/3, 1/3, -2/3]. The agent loop (``verl_loop``) already gives a masked
 episode, and a truncated one under ``truncated: drop``, an all-zero response mask; this estimator
 reads that mask as "left out of the batch" and centres each group on the members that remain,
-through the same function the local backend uses (``ha_agents.grpo.group_advantages``: mean
+through the same function the local backend uses (``ha_agents.train.grpo.group_advantages``: mean
 centred, optional unbiased-std scaling as ``torch.std``, a one-member group gets 0).
 
 ``ha train --backend verl`` selects it (``algorithm.adv_estimator=harnessadapt_grpo``) and
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..grpo import group_advantages
+from .grpo import group_advantages
 
 NAME = "harnessadapt_grpo"
 SETUP_HOOK = f"{__name__}.register"

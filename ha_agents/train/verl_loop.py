@@ -47,8 +47,8 @@ from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.loaders import resolve_tasks
 from ha_envs.task import Task
 
-from ..chat_template import ModelTemplate, template_view
-from .base import TRUNCATED
+from ..chat.template import ModelTemplate, template_view
+from ..records.episode_record import classify
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def load_tasks(source: dict[str, Any]) -> dict[str, Task]:
 def _load_tasks(items: tuple[tuple[str, Any], ...]) -> dict[str, Task]:
     source = dict(items)
     if source.get("benchmark"):
-        from ha_envs.benchmarks import load_benchmark
+        from ha_envs.swe_datasets import load_benchmark
 
         tasks = load_benchmark(source["benchmark"], source=source.get("data"))
     else:
@@ -188,8 +188,9 @@ class HarnessAgentLoop(AgentLoopBase):
                 break
         self.messages = messages  # the final conversation, as the chat template sees it
         termination = info_end.get("termination")
-        masked = bool(info_end.get("mask_sample")) or bool(infra_error)
-        truncated = termination in TRUNCATED
+        outcome = classify({"instance_id": spec.hash, "termination": termination, "reward": reward,
+                            "mask_sample": bool(info_end.get("mask_sample")) or bool(infra_error)})
+        masked, truncated = outcome.masked, outcome.truncated
         n = min(len(mask), self.response_length)
         response_ids = stream[len(stream) - len(mask):][:n]
         prompt = stream[: len(stream) - len(mask)]

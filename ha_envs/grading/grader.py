@@ -33,21 +33,26 @@ from ..sandbox.base import Sandbox, SandboxError
 from ..sandbox.local import LocalSandbox, LocalSandboxConfig
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
-from ..sandbox.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
+from ..provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import REAL_BENCHMARKS, Task
-from .parsers import ERROR, FAILED, get_parser
+from . import canaries as canary_tests
+from . import faults
+from .consistency import exit_status_reasons
+from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
 from .protect import test_dir_of
-from .runners import Evidence, changed_tests, guards_for
+from .runners import Evidence, _simple, changed_tests, guards_for
+from .screen import screen
 from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/5"
+GRADER_VERSION = "ha-grader/6"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
 # 5: a task's build steps (swebench's `build`) run before its tests, their output unread; build_failed;
 #    new files the base ignores (build outputs) dropped from the patch
+# 6: hidden canary tests per grading, exit status against the verdicts (verdict_tampered); patch screen
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -57,14 +62,28 @@ class GradingError(RuntimeError):
     The agent is not to blame: the env ends the episode with ``grading_error`` and masks it."""
 
 
+class EnvironmentFault(GradingError):
+    """The tests could not start, with the patch and at base alike: the environment's fault.
+    ``report`` is the grade (status ``environment_fault``), ``failure`` the base's start failure."""
+
+    def __init__(self, message: str, report: GradeReport, failure: faults.StartFailure) -> None:
+        super().__init__(message)
+        self.report, self.failure = report, failure
+
+    @property
+    def kind(self) -> str:
+        return self.failure.kind
+
+
 @dataclass
 class GradeReport:
     instance_id: str
     status: str
     """``resolved``, ``unresolved``, ``patch_failed``, ``patch_too_large``, ``diff_failed`` (the work
     copy could not be diffed), ``build_failed`` (the task's build steps failed with the patch in, so
-    no test ran), ``tests_timed_out`` or ``tests_tampered`` (the runner's own record contradicts the
-    log)."""
+    no test ran), ``tests_timed_out``, ``tests_tampered`` (the runner's own record contradicts the
+    log) or ``verdict_tampered`` (the hidden canary tests came out wrong, or the exit status contradicts
+    the parsed verdicts: ``canaries.py``, ``consistency.py``)."""
     resolved: bool
     fail_to_pass: dict[str, str] = field(default_factory=dict)
     pass_to_pass: dict[str, str] = field(default_factory=dict)
@@ -76,7 +95,9 @@ class GradeReport:
     """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
     ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``
     (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL),
-    ``ignored_files_in_patch`` (new files the base's ignore rules ignore, dropped: build outputs); the env adds
+    ``ignored_files_in_patch`` (new files the base's ignore rules ignore, dropped: build outputs),
+    ``verdict_tampered`` (canaries or exit status), ``suspicious`` (the patch reaches into the runner's
+    machinery, ``screen.py``: a signal only, no reward change); the env adds
     ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
     suspicion: list[str] = field(default_factory=list)
     """The same, in words, with the paths and names involved."""
@@ -84,6 +105,9 @@ class GradeReport:
     """Why the test log was not believed (``tests_tampered``)."""
     applied_with: str = ""
     error: str = ""
+    fault: str = ""
+    """Why the tests could not start, with the patch and at base alike (``faults.KINDS``; status
+    ``environment_fault``, raised as ``EnvironmentFault``, masked); empty otherwise."""
     log_tail: str = ""
     duration_s: float = 0.0
     grader_version: str = GRADER_VERSION
@@ -206,12 +230,14 @@ class Grader:
     decides, and the guards cross-check the log; a disagreement is ``tests_tampered``."""
 
     def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES,
-                 verdict_rules: str = "auto") -> None:
+                 verdict_rules: str = "auto", canaries: bool = True) -> None:
         if verdict_rules not in RULES:
             raise ValueError(f"unknown verdict rules {verdict_rules!r}; available: {', '.join(RULES)}")
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
         self.verdict_rules = verdict_rules
         """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
+        self.canaries = canaries
+        """Plant hidden canary tests beside the hidden tests (``canaries.py``); off only to measure."""
         self.patch_bytes = patch_bytes
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
@@ -242,6 +268,8 @@ class Grader:
         if internals:
             report.flag("runner_internals_in_patch", "the patch's code mentions test-runner internals: "
                         + ", ".join(internals))
+        for why in screen(kept):
+            report.flag("suspicious", why)
         try:
             evidence = self._run(task, kept, report, snapshot, allow_fuzz=not pro)
         except GradingError:
@@ -249,14 +277,27 @@ class Grader:
         except (OSError, SandboxError, KeyError) as exc:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
         if evidence is not None:
-            report.log_tail = evidence.log[-4000:]
+            plan = evidence.canaries
+            report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
-            decide(report, task, statuses, self.verdict_rules, evidence.exit_code, evidence.log)
+            graded, _ = canary_tests.split(plan, statuses)
+            # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
+            decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,
+                   evidence.log)
             reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
-            if reasons:
-                report.status, report.resolved = "tests_tampered", False
-                report.tampering = reasons
-                report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
+            simple = _simple(task.tests.test_command)
+            forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
+            if report.resolved or forged:
+                forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
+                                              evidence.timed_out, simple)
+            if forged:
+                report.flag("verdict_tampered", "the run's canary tests or exit status contradict its reported "
+                            "verdicts: " + "; ".join(forged[:5]))
+            if reasons or forged:
+                report.status, report.resolved = "tests_tampered" if reasons else "verdict_tampered", False
+                report.tampering = reasons + forged
+                if reasons:
+                    report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
             elif evidence.timed_out and not report.resolved:
                 report.status = "tests_timed_out"
             if not report.resolved:  # only a failure needs explaining; logs run to megabytes
@@ -308,6 +349,7 @@ class Grader:
                                                    if task.tests.test_patch.strip() else None), timeout=300)
             if "HA_TESTS_READY" not in res.output:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
+            plan = canary_tests.plant(task, sandbox) if self.canaries else None
             before = None
             if task.tests.build_command.strip():
                 # the patch's build files run now: the test sources are hashed before them, not
@@ -316,7 +358,10 @@ class Grader:
                                              tail_bytes=0).output)
                 if not self._build(task, sandbox, report):
                     return None
-            return self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            evidence.canaries = plan
+            _check_started(self, task, sandbox, gd, changed, evidence, report)  # a runner that cannot start
+            return evidence
         finally:
             sandbox.close()
             if root is not None:
@@ -558,7 +603,7 @@ def decide(report: GradeReport, task: Task, statuses: dict[str, str], rules: str
     report.fail_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.fail_to_pass}
     report.pass_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.pass_to_pass}
     if rules_for(task, rules) == "r2e":
-        from .parsers import decolor
+        from .log_parsers import decolor
 
         expected = {decolor(k): v for k, v in (task.metadata.get("expected_output") or {}).items()}
         got = {decolor(k): v for k, v in statuses.items()}
@@ -598,3 +643,44 @@ def filter_patch(patch: str, task: Task) -> tuple[str, list[str], list[str]]:
 
 __all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",
            "split_patch"]
+
+
+def _check_started(grader: "Grader", task: Task, sandbox: Sandbox, gd: str, changed: list[str],
+                  evidence: Evidence, report: GradeReport) -> None:
+    """After the test run with the patch in (``evidence``): when it did not start, run the base's
+    tests in the same sandbox; raise :class:`EnvironmentFault` when those do not start either, else
+    note in ``report.error`` that the patch kept the tests from starting (graded as it stands)."""
+    statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
+    failure = faults.start_failure(task, evidence, statuses)
+    if failure is None:
+        return
+    # An empty patch's run is the base's already.
+    base = _base_run(grader, task, sandbox, gd, changed) if changed else evidence
+    base_failure = faults.start_failure(task, base, get_parser(task.tests.log_parser, task.instance_id)(base.log))
+    if base_failure is None:
+        report.error = (f"the tests did not start with the patch in: {failure.describe()}; at base they do "
+                        "in this sandbox, so the patch is to blame")
+        return
+    cause = f"{base_failure.describe()}, with the patch and at base alike"
+    report.status, report.resolved, report.fault, report.error = faults.FAULT_STATUS, False, base_failure.kind, cause
+    report.log_tail = base.log[-4000:]
+    raise EnvironmentFault(f"{task.instance_id}: environment fault: {cause}", report, base_failure)
+
+
+def _base_run(grader: "Grader", task: Task, sandbox: Sandbox, gd: str, changed: list[str]) -> Evidence:
+    """The base's tests in the grading sandbox: every path the patch touched back to the base
+    (new ones removed), the hidden tests installed again, the build steps, then the test command."""
+    git = ("GIT_LITERAL_PATHSPECS=1 git -c core.hooksPath=/dev/null -c core.fsmonitor=false "
+           "-c core.symlinks=true")
+    lines = [f"for p in {' '.join(ansi_c_quote(p) for p in changed)}; do rm -rf -- \"$p\"; "
+             f"if {git} cat-file -e \"HEAD:$p\" 2>/dev/null; then {git} checkout -q HEAD -- \"$p\"; fi; done"
+             if changed else "true"]
+    test_patch = f"{gd}/test.patch" if task.tests.test_patch.strip() else None
+    lines.append(_hidden_tests_script(task.hidden_test_files, test_patch))
+    res = sandbox.run("\n".join(lines), timeout=300)
+    if "HA_TESTS_READY" not in res.output:
+        raise GradingError(f"cannot put the base of {task.instance_id} back to tell an environment fault from "
+                           f"the patch's: {res.output.strip()[-800:]}")
+    if task.tests.build_command.strip():
+        sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s)
+    return grader._run_tests(task, sandbox, gd, [])

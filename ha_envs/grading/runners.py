@@ -33,11 +33,11 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
-from .parsers import FAILED, PASSED
+from .log_parsers import FAILED, PASSED
 
 GUARD_DIR = Path(__file__).parent / "guards"
 
@@ -66,6 +66,8 @@ class Evidence:
     """Test source file (relative path) -> sha256 just before the run."""
     tests_after: dict[str, str] = field(default_factory=dict)
     """The same files just after it."""
+    canaries: Any = None
+    """The canary tests planted for this run (``canaries.CanaryPlan``), None when none were."""
 
 
 def changed_tests(ev: Evidence) -> list[str]:

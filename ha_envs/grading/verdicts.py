@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..task import Task
-from .parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL
+from .log_parsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL
 
 RULES = ("auto", "swebench", "harnessadapt")
 """What a grader may be told to use: ``auto`` (swebench's rule for tasks read by swebench's

@@ -2,7 +2,7 @@
 HarnessSpec that describes a stack of them (see wrappers.py for the stack and spec.py for the spec)."""
 
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, register_hook
-from .parsers import (PARSERS, FormatError, InvalidArguments, InvalidJSON, MalformedCall, MultipleToolCalls,
+from .tool_calls import (PARSERS, FormatError, InvalidArguments, InvalidJSON, MalformedCall, MultipleToolCalls,
                       NoToolCall, ToolCallParser, TruncatedCall, UnknownTool, render_call)
 from .spec import HarnessSpec, HarnessSpecError, diff, load_spec, preset_names
 from .tools import TOOLS, Tool, ToolOutput, register_tool

@@ -23,7 +23,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdap
 
 from ..loaders import close_matches
 from .hooks import HOOKS
-from .parsers import MULTI_CALL, PARSERS
+from .tool_calls import MULTI_CALL, PARSERS
 from .tools import TOOLS
 
 BASES = ("repair",)

@@ -28,7 +28,7 @@ import yaml
 
 from .custom import CustomComponentError, RuleHook, check_rule_hook, check_script_tool, script_tool
 from .hooks import HOOKS, Hook
-from .parsers import MULTI_CALL, PARSERS
+from .tool_calls import MULTI_CALL, PARSERS
 from .schema import BASES, DEFINE_KEY, Limits, ParserSpec, did_you_mean, problems
 from .tools import TOOLS, Tool
 
@@ -182,7 +182,16 @@ class HarnessSpec:
                        hooks=tuple(c for c in self.hooks if c.name not in drop))
 
     def validate(self) -> "HarnessSpec":
-        """Raise HarnessSpecError on anything ``build`` could not honour; return self."""
+        """Raise HarnessSpecError on anything ``build`` could not honour; return self. A spec is
+        immutable, so a validated one is not checked again (a run validates its spec once, at the
+        edge, and every episode reuses it)."""
+        if self.__dict__.get("_validated"):
+            return self
+        self._validate()
+        object.__setattr__(self, "_validated", True)
+        return self
+
+    def _validate(self) -> None:
         _raise_problems(problems(self.to_dict()))
         if self.parser.format not in PARSERS:
             raise HarnessSpecError(f"parser.format: unknown parser {self.parser.format!r};"
@@ -223,7 +232,6 @@ class HarnessSpec:
             if need and not names & set(need):
                 raise HarnessSpecError(f"hooks[{i}]: hook {c.name!r} needs one of the tools {', '.join(need)}, "
                                        "and the harness has none")
-        return self
 
 
 def _raise_problems(found: list[str], origin: str = "") -> None:

@@ -22,14 +22,35 @@ from ..env import SYSTEM_PROMPT, HarnessTurn, RepairEnv, running, tool_message
 from ..messages import message
 from ..sandbox.base import PatchError, SandboxError
 from .hooks import HOOKS, Hook, HookContext, Rewrite, Veto, call_key, observation_digest
-from .parsers import ToolCallParser, format_instructions
+from .tool_calls import ToolCallParser, format_instructions
 from .spec import HarnessSpec, hook_of, load_spec, tool_of
 from .state import EpisodeState, Step, digest
 from .toolbox import ToolboxClient
 from .tools import TOOLS, Tool, ToolContext, ToolOutput, run_bash, run_check
 
 
-class ToolsWrapper(gym.Wrapper):
+class HarnessLayer(gym.Wrapper):
+    """A harness wrapper. Besides ``reset``/``step`` it passes the two ways an episode ends from
+    outside down the stack, so every layer sees them (and adds its part of ``info``): ``end``
+    (the agent loop ran out of context: truncated, graded as it stands) and ``abort`` (an
+    infrastructure fault: masked). A layer reads the env below only through public attributes and
+    ``get_wrapper_attr``, never through ``unwrapped``, so any wrapper in between can intercept."""
+
+    def end(self, reason: str = "context_limit"):
+        return self._ended(self.env.get_wrapper_attr("end")(reason))
+
+    def abort(self, error: str, reason: str = "sandbox_error"):
+        return self._ended(self.env.get_wrapper_attr("abort")(error, reason=reason))
+
+    def _ended(self, result: tuple) -> tuple:
+        """This layer's additions to the final step (none by default)."""
+        return result
+
+    def _below(self, name: str) -> Any:
+        return self.env.get_wrapper_attr(name)
+
+
+class ToolsWrapper(HarnessLayer):
     """Runs the harness's tools. Owns the episode state and the in-sandbox toolbox."""
 
     def __init__(self, env: gym.Env, tools: list[tuple[Tool, dict[str, Any]]], track_edits: bool = False) -> None:
@@ -45,10 +66,9 @@ class ToolsWrapper(gym.Wrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
-        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
         self.harness_state = EpisodeState(track_edits=self.track_edits)
         # installed lazily by the first call that needs it; the harness's command limit caps its calls
-        self.toolbox = ToolboxClient(base.sandbox, min(60.0, base._sandbox_options.get("command_timeout_s", 120.0)))
+        self.toolbox = ToolboxClient(self._below("sandbox"), min(60.0, self._below("command_timeout_s")))
         info["tools"] = self.tool_schemas
         return obs, info
 
@@ -57,24 +77,22 @@ class ToolsWrapper(gym.Wrapper):
         try:
             return self._step(action)
         except SandboxError as exc:
-            base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
-            return self._result(base.abort(str(exc)))
+            return self.abort(str(exc))
 
-    def _result(self, result: tuple):
+    def _ended(self, result: tuple):
         obs, reward, terminated, truncated, info = result
         return obs, reward, terminated, truncated, self._info(info)
 
     def _step(self, action: Any):
         if isinstance(action, FormatError):
-            self.harness_state.steps.append(Step(self.env.unwrapped.turn + 1, f"format_error:{action.kind}",
+            self.harness_state.steps.append(Step(self._below("turn") + 1, f"format_error:{action.kind}",
                                                  digest(str(action)), error=True))
             return self.env.step(action)
         if isinstance(action, HarnessTurn):
             return self.env.step(action)
         calls = [action] if isinstance(action, ToolCall) else list(action)
-        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
         st = self.harness_state
-        st.turn = base.turn + 1
+        st.turn = self._below("turn") + 1
         messages: list[dict[str, Any]] = []
         for i, call in enumerate(calls):
             if call.name == "submit":
@@ -89,14 +107,14 @@ class ToolsWrapper(gym.Wrapper):
 
     def run_tool(self, call: ToolCall) -> ToolOutput:
         tool, opts = self.harness_tools[call.name]
-        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
-        assert tool.impl is not None and base.sandbox is not None and self.toolbox is not None
-        ctx = ToolContext(base.sandbox, self.toolbox, self.harness_state, base._sandbox_options.get("command_timeout_s", 120.0))
+        sandbox = self._below("sandbox")
+        assert tool.impl is not None and sandbox is not None and self.toolbox is not None
+        ctx = ToolContext(sandbox, self.toolbox, self.harness_state, self._below("command_timeout_s"))
         t0 = time.monotonic()
         try:
             out = tool.impl(ctx, call.arguments, opts)
         finally:
-            base.timings["sandbox_s"] += time.monotonic() - t0
+            self._below("timings")["sandbox_s"] += time.monotonic() - t0
         if out.edited:
             self.harness_state.mark_edit()
         if (out.edited or out.tested) and tool.impl not in (run_bash, run_check):
@@ -113,10 +131,10 @@ class ToolsWrapper(gym.Wrapper):
         st = self.harness_state
         if not opts.get("evidence"):
             return
-        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
-        assert base.sandbox is not None
+        sandbox = self._below("sandbox")
+        assert sandbox is not None
         try:
-            patch = base.sandbox.diff()
+            patch = sandbox.diff()
         except PatchError as exc:  # the final diff in the env reports it as the verdict
             st.delivery = {"diff": "", "files": [], "edits": st.edits, "test_runs": st.test_runs,
                            "tested_after_last_edit": st.tested_since_edit, "empty": False, "error": str(exc)}
@@ -132,12 +150,12 @@ class ToolsWrapper(gym.Wrapper):
     def _info(self, info: dict[str, Any]) -> dict[str, Any]:
         st = self.harness_state
         info.update(edits=st.edits, test_runs=st.test_runs, tool_errors=st.tool_errors)
-        if st.delivery is not None and info.get("termination") == "submitted":
+        if st.delivery is not None and info.get("termination") in ("submitted", "verdict_tampered"):
             info["delivery"] = {k: v for k, v in st.delivery.items() if k != "diff"}
         return info
 
 
-class HooksWrapper(gym.Wrapper):
+class HooksWrapper(HarnessLayer):
     """Runs the hooks at the four lifecycle points, in spec order, and counts their firings."""
 
     def __init__(self, env: gym.Env, hooks: list[Hook]) -> None:
@@ -146,11 +164,10 @@ class HooksWrapper(gym.Wrapper):
         self._ctx: HookContext | None = None
 
     def _context(self) -> HookContext:
-        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
-        toolbox = self.env.get_wrapper_attr("toolbox")
-        assert base.sandbox is not None and toolbox is not None
-        return HookContext(self.env.get_wrapper_attr("harness_state"), base.sandbox, toolbox,
-                           tuple(self.env.get_wrapper_attr("harness_tools")), base.max_turns, base.turn)
+        sandbox, toolbox = self._below("sandbox"), self._below("toolbox")
+        assert sandbox is not None and toolbox is not None
+        return HookContext(self._below("harness_state"), sandbox, toolbox,
+                           tuple(self._below("harness_tools")), self._below("max_turns"), self._below("turn"))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
@@ -169,10 +186,12 @@ class HooksWrapper(gym.Wrapper):
         try:
             return self._step(action)
         except SandboxError as exc:  # a hook's own sandbox call failed
-            base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
-            obs, reward, terminated, truncated, info = base.abort(str(exc))
-            info["hooks"] = _fired(self._ctx) if self._ctx else {}
-            return obs, reward, terminated, truncated, info
+            return self.abort(str(exc))
+
+    def _ended(self, result: tuple):
+        obs, reward, terminated, truncated, info = result
+        info["hooks"] = _fired(self._ctx) if self._ctx else {}
+        return obs, reward, terminated, truncated, info
 
     def _step(self, action: Any):
         ctx = self._ctx
@@ -188,7 +207,7 @@ class HooksWrapper(gym.Wrapper):
                     if isinstance(decision, Veto):
                         why = decision.reason + (" (None of this turn's calls ran.)" if len(action) > 1 else "")
                         veto = message("user", why, f"hook:{h.name}", vetoed=call.name)
-                        self.env.get_wrapper_attr("harness_state").steps.append(
+                        self._below("harness_state").steps.append(
                             Step(ctx.turn + 1, call_key(call), observation_digest([]), error=True))
                         return self._finish_step(ctx, [call], self.env.step(HarnessTurn(notes + [veto], calls + [call])))
                     if isinstance(decision, Rewrite):
@@ -204,8 +223,7 @@ class HooksWrapper(gym.Wrapper):
 
     def _finish_step(self, ctx: HookContext, calls: list[ToolCall], result: tuple):
         obs, reward, terminated, truncated, info = result
-        base: RepairEnv = self.env.unwrapped  # type: ignore[assignment]
-        ctx.turn = base.turn
+        ctx.turn = self._below("turn")
         if not (terminated or truncated):
             for h in self.hooks:
                 obs += self._say(ctx, h, h.post_feedback(ctx, calls, obs))
@@ -241,7 +259,7 @@ WORKFLOW = ("Explore the code, reproduce the issue, edit the source files to fix
             "are done, call `submit`: your changes to the repository, as they stand, are graded by tests you cannot see.")
 
 
-class ParserWrapper(gym.Wrapper):
+class ParserWrapper(HarnessLayer):
     """Turns one assistant message into tool calls for the layers below, or a typed FormatError."""
 
     def __init__(self, env: gym.Env, parser: ToolCallParser, spec: HarnessSpec) -> None:

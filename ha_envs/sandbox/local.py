@@ -22,14 +22,16 @@ from pathlib import Path
 from ..task import Task
 from .base import RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
+from ..provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
 from .reaper import owned_prefix, reap_once
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
-from .workcopy import (PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy, parse_diff_result,
+from ..provision.workcopy import (PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy, parse_diff_result,
                        prepare_snapshot, reset_in_place)
 
 log = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _warned_unisolated = False
+_TOPS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SNAPSHOT_BYTES: dict[str, int] = {}
 
 
@@ -83,16 +85,16 @@ class LocalSandbox:
             snapshot = prepare_snapshot(task)
         self.snapshot = snapshot
         if self.config.python_env is None and task is not None:
-            from .pyenv import python_env
+            from ..provision.pyenv import python_env
 
             env = python_env(task)
             if env is not None:
                 self.config = dataclasses.replace(self.config, python_env=str(env))
         if self.config.python_env is not None:
-            from .pyenv import with_built_files
+            from ..provision.pyenv import with_built_files
 
             self.snapshot = with_built_files(self.snapshot, self.config.python_env)
-        from .nodeenv import node_env
+        from ..provision.nodeenv import node_env
 
         self.node_modules = node_env(task) if task is not None else None
         self._own_root = work_root is None
@@ -133,7 +135,7 @@ class LocalSandbox:
 
     def _link_envs(self) -> None:
         if self.node_modules is not None and self.host_dir.is_dir():
-            from .nodeenv import link_node_modules
+            from ..provision.nodeenv import link_node_modules
 
             link_node_modules(self.host_dir, self.node_modules)
 
@@ -177,7 +179,7 @@ class LocalSandbox:
             args.append("--share-net")
         # Private /proc, /dev and /tmp first, so later binds (a venv under /tmp, say) land on top.
         args += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.config.tmp_bytes), "--tmpfs", "/tmp"]
-        for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        for top in _TOPS:
             p = Path(top)
             if p.is_symlink():
                 args += ["--symlink", os.readlink(p), top]
@@ -186,6 +188,11 @@ class LocalSandbox:
         toolchains = self._toolchain_paths()
         for extra in toolchains:
             args += ["--ro-bind", extra, extra]
+        # The links on the way to them (a venv behind a symlink, pyenv's 3.11 -> 3.11.7), where
+        # nothing bound shows them, so paths through the links resolve inside too.
+        shown = list(_TOPS) + toolchains + [self.mount_point, "/proc", "/dev"]
+        for link, target in hidden_links(self._toolchain_candidates(), shown):
+            args += ["--symlink", target, link]
         # Hide this package's task data (gold patches, hidden tests) if a mounted path holds it.
         suites = _PACKAGE_ROOT / "suites"
         if any(str(suites).startswith(p.rstrip("/") + "/") for p in toolchains + ["/usr"]):
@@ -196,51 +203,61 @@ class LocalSandbox:
                  "--chdir", self.mount_point]
         return args + ["--"] + shell
 
-    def _toolchain_paths(self) -> list[str]:
+    def _toolchain_candidates(self) -> list[str]:
+        """Every host path the shell's environment leads to: this interpreter, the task's venv and
+        its base interpreter, cargo and rustup, the toolchains on PATH, the task's node env; as
+        named (maybe through symlinks: ``provision/realpaths.py``)."""
         home = Path.home()
-        cands = [sys.prefix, sys.base_prefix, str(home / ".cargo"), str(home / ".rustup"),
-                 *self.config.extra_ro_paths]
+        cands = [*interpreter_paths(), str(home / ".cargo"), str(home / ".rustup"),
+                 os.environ.get("RUSTUP_HOME", str(home / ".rustup")), *self.config.extra_ro_paths]
         if self.config.python_env:
-            from .pyenv import interpreter_dirs
+            from ..provision.pyenv import interpreter_dirs
 
             cands += [str(d) for d in interpreter_dirs(Path(self.config.python_env))]
+            cands += venv_paths(self.config.python_env)
         if self.node_modules is not None:
             cands.append(str(self.node_modules.parent))
-        out: list[str] = []
-        for c in cands:
-            c = str(Path(c).resolve())
-            if Path(c).is_dir() and not c.startswith(("/usr/", "/etc/")) and c not in out:
-                out.append(c)
-        return out
+        return cands + toolchain_prefixes(self._path_dirs())
+
+    def _toolchain_paths(self) -> list[str]:
+        """The real directories to show read-only (those under /usr and /etc are shown anyway)."""
+        return [d for d in real_dirs(self._toolchain_candidates())
+                if not any(d == t or d.startswith(t + "/") for t in ("/usr", "/etc"))]
+
+    def _path_dirs(self) -> list[str]:
+        """The shell's PATH, by real paths (a venv behind a symlink is found where it is bound)."""
+        home = Path.home()
+        venv = [os.path.realpath(Path(self.config.python_env) / "bin")] if self.config.python_env else []
+        return venv + [os.path.realpath(Path(sys.prefix) / "bin"), os.path.realpath(home / ".cargo" / "bin"),
+                       "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 
     def _env(self) -> dict[str, str]:
         home = Path.home()
-        path = ([str(Path(self.config.python_env) / "bin")] if self.config.python_env else []) + [
-                str(Path(sys.prefix) / "bin"), str(home / ".cargo" / "bin"),
-                "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        path = self._path_dirs()
         tmp = "/tmp" if self.isolated else str(self.root / "tmp")
         Path(self.root / "tmp").mkdir(exist_ok=True)
         env = {
             "PATH": ":".join(path), "HOME": f"{tmp}/home", "TMPDIR": tmp, "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "NO_COLOR": "1",
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PIP_NO_INPUT": "1",
-            "CARGO_HOME": f"{tmp}/cargo", "RUSTUP_HOME": os.environ.get("RUSTUP_HOME", str(home / ".rustup")),
+            "CARGO_HOME": f"{tmp}/cargo",
+            "RUSTUP_HOME": os.path.realpath(os.environ.get("RUSTUP_HOME", str(home / ".rustup"))),
             "CARGO_NET_OFFLINE": "true", "GOCACHE": f"{tmp}/gocache", "GOPATH": f"{tmp}/gopath",
             "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOTELEMETRY": "off",
             "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
         }
         if self.node_modules is not None:
-            from .nodeenv import COREPACK_DIR
+            from ..provision.nodeenv import COREPACK_DIR
 
             corepack = self.node_modules.parent / COREPACK_DIR
             if corepack.is_dir():  # the pnpm / yarn release the env was installed with (nodeenv), offline
                 env.update(COREPACK_HOME=str(corepack), COREPACK_ENABLE_DOWNLOAD_PROMPT="0", COREPACK_ENABLE_NETWORK="0")
         if self.config.python_env:
-            from .pyenv import import_roots, workcopy_on_path
+            from ..provision.pyenv import import_roots, workcopy_on_path
 
             if not workcopy_on_path(Path(self.config.python_env), self.workdir):
                 env["PYTHONPATH"] = import_roots(self.snapshot.path, self.workdir, Path(self.config.python_env))
-            env["VIRTUAL_ENV"] = self.config.python_env
+            env["VIRTUAL_ENV"] = os.path.realpath(self.config.python_env)
         return env
 
     def _stop_shell(self) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ha_agents.chat_template import CHATML
-from ha_agents.toy_tokenizer import toy_tokenizer
+from ha_agents.chat.template import CHATML
+from ha_agents.chat.toy_tokenizer import toy_tokenizer
 from ha_envs.harness import TOOLS
 from ha_envs.loaders import load_suite
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import ha_envs
-from ha_agents.chat_template import CHATML, HERMES
+from ha_agents.chat.template import CHATML, HERMES
 from ha_agents.llm.base import Completion
 from ha_agents.llm.fake_server import FakeOpenAIServer
 from ha_agents.llm.openai_http import OpenAIClient, OpenAIConfig

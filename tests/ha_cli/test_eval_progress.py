@@ -16,7 +16,7 @@ import sys
 import termios
 from pathlib import Path
 
-from ha_agents.progress import EpisodeProgress
+from ha_agents.runs.progress import EpisodeProgress
 from ha_cli.main import main
 from tests.conftest import task_row
 

@@ -94,11 +94,11 @@ def canary(tmp_path_factory) -> Canary:
 def kind(request) -> str:
     """Each sandbox in turn; a missing bubblewrap or daemon fails in CI and skips elsewhere."""
     if request.param == "docker":
-        from .test_real_envs import require_docker
+        from tests.ha_envs.test_real_envs import require_docker
 
         require_docker()
     else:
-        from ..conftest import require_bwrap
+        from tests.conftest import require_bwrap
 
         require_bwrap()
     return request.param

@@ -15,7 +15,7 @@ from ha_envs.grading import Grader
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import LocalSandbox, LocalSandboxConfig
 
-from .abuse_helpers import TASK, Canary, assert_no_reward, bash, canary, episode, kind  # noqa: F401
+from tests.ha_envs.abuse_helpers import TASK, Canary, assert_no_reward, bash, canary, episode, kind  # noqa: F401
 
 pytestmark = pytest.mark.abuse
 
@@ -47,7 +47,7 @@ def test_symlink_to_a_host_file_in_the_patch(kind, canary):
 
 @pytest.mark.parametrize("how", ["symlink", "gitdir-file"])
 def test_hijacked_git_dir_cannot_make_reset_write_to_the_host(canary, how):
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     env = ha_envs.make(task=TASK, sandbox="local", sandbox_options={"reset_strategy": "git"})
@@ -161,7 +161,7 @@ def test_single_file_over_the_quota_is_refused_by_the_kernel():
 
 
 def test_tmp_is_a_bounded_tmpfs():
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     sbx = LocalSandbox(next(t for t in load_suite("mini") if t.instance_id == TASK),
@@ -202,7 +202,7 @@ def test_background_writer_after_submit_cannot_change_the_grade(kind):
 
 
 def test_docker_work_copy_quota_and_tmpfs(monkeypatch, tmp_path):
-    from .test_real_envs import require_docker
+    from tests.ha_envs.test_real_envs import require_docker
 
     require_docker()
     # a cache outside /tmp (as by default, ~/.cache): the container's /tmp can then be a tmpfs

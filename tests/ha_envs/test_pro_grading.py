@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ha_envs.benchmarks import load_benchmark
+from ha_envs.swe_datasets import load_benchmark
 from ha_envs.grading import Grader
 from ha_envs.grading.grader import GradingError, docker_sandbox_factory, local_sandbox_factory
 from ha_envs.grading.pro import ProScripts, find_scripts, grading_command, parse_output, python_specs, strip_binary_hunks
@@ -26,8 +26,8 @@ from ha_envs.sandbox import SandboxError
 from ha_envs.sandbox.local import LocalSandboxConfig
 from ha_envs.task import EnvironmentSpec
 
-from ..conftest import require_bwrap
-from .test_benchmarks import DATA, require_data
+from tests.conftest import require_bwrap
+from tests.ha_envs.test_swe_datasets import DATA, require_data
 
 
 IID = "instance_ansible__ansible-0ea40e09d1b35bcb69ff4d9cecf3d0defa4b36e8-v30a923fb5c164d6cd18280c02422f75e611e8fb2"
@@ -195,7 +195,7 @@ def test_a_skipped_p2p_fails_under_scales_rule(tiny_task, tmp_path):
 
 
 def test_docker_grades_pro_at_app(tiny_task, tmp_path):
-    from .test_sandbox_docker import IN_CI
+    from tests.ha_envs.test_sandbox_docker import IN_CI
 
     from ha_envs.sandbox.docker import docker_client
     try:

@@ -10,10 +10,11 @@ import pytest
 
 import ha_envs
 from ha_agents.episode import run_episode
-from ha_agents.policies import OraclePolicy
+from ha_agents.llm.policies import OraclePolicy
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import SandboxError, make_sandbox
 from ha_envs.task import patch_paths
+from ha_agents.episode import EpisodeConfig
 
 IN_CI = bool(os.environ.get("CI"))
 
@@ -21,7 +22,7 @@ IN_CI = bool(os.environ.get("CI"))
 @pytest.fixture(scope="module")
 def client():
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.images import build_base_image
+    from ha_envs.provision.images import build_base_image
     try:
         c = docker_client(timeout=30)
     except SandboxError as exc:
@@ -129,23 +130,24 @@ def test_daemon_refusing_once_is_retried(box, monkeypatch):
 
 
 def test_missing_image_masks_the_episode(tiny_task, no_leaks):
-    rec = run_episode(tiny_task, OraclePolicy(), "h0", sandbox="docker",
-                      env_kwargs={"sandbox_options": {"image": "harnessadapt/nothing:missing", "warm": 0}})
+    config = EpisodeConfig.create("h0", sandbox="docker",
+                                  env_options={"sandbox_options": {"image": "harnessadapt/nothing:missing", "warm": 0}})
+    rec = run_episode(tiny_task, OraclePolicy(), config)
     assert rec["termination"] == "sandbox_error" and rec["mask_sample"] and "missing" in rec["error"]
 
 
 def test_binary_hunks_are_graded_not_crashed(tiny_task, no_leaks):
-    from ha_agents.policies import ScriptedPolicy
+    from ha_agents.llm.policies import ScriptedPolicy
     from ha_envs.actions import ToolCall
     rec = run_episode(tiny_task, ScriptedPolicy([ToolCall("bash", {"command": "printf '\\x00\\x01\\x02' > blob.bin"}),
                                                  ToolCall("bash", {"command": "sed -i '10s/return lo/return hi/' calc.py"})]),
-                      "h0", sandbox="docker")
+                      EpisodeConfig.create("h0", sandbox="docker"))
     assert "GIT binary patch" in rec["patch"] and rec["resolved"] and not rec["mask_sample"]
 
 
 def test_crashed_runs_leftovers_are_reaped(client, tiny_task):
     import ha_envs.sandbox.docker as dk
-    from ha_envs.sandbox.images import BASE_REPO, BASE_SUITE
+    from ha_envs.provision.images import BASE_REPO, BASE_SUITE
     dead = subprocess.Popen(["true"])
     dead.wait()
     import socket
@@ -251,8 +253,8 @@ def test_stdout_and_stderr_keep_their_order(box):
 
 def build_official_like(client, task, name: str, script: str, changes: list[str]) -> None:
     """Commit ``name``: the bundled base, the task's repository at /testbed, then ``script``."""
-    from ha_envs.sandbox.images import _tar_dir, base_tag
-    from ha_envs.sandbox.workcopy import prepare_snapshot
+    from ha_envs.provision.images import _tar_dir, base_tag
+    from ha_envs.provision.workcopy import prepare_snapshot
 
     c = client.containers.create(base_tag(), entrypoint=["sleep", "infinity"], network_mode="none",
                                  labels={"harnessadapt": "1", "harnessadapt.role": "build"})
@@ -343,7 +345,7 @@ def test_an_official_image_in_the_daemon_is_used_as_built(client, official_like,
 def test_an_official_image_that_cannot_be_had(client, tiny_task, monkeypatch):
     import dataclasses
 
-    from ha_envs.sandbox import images
+    from ha_envs.provision import images
 
     name = "swebench/sweb.eval.x86_64.never_1776_there-1:latest"
     task = dataclasses.replace(tiny_task, environment=dataclasses.replace(tiny_task.environment, extra={"official_image": name}))
@@ -364,7 +366,7 @@ def test_r2e_graded_as_r2e_gym_does_in_its_image(client, tiny_task, no_leaks, mo
     grader copies them in and runs run_tests.sh, and the parsed log must equal the expected output."""
     import dataclasses
 
-    from ha_envs.benchmarks import R2E_RUN
+    from ha_envs.swe_datasets import R2E_RUN
     from ha_envs.grading import Grader
     from ha_envs.grading.grader import docker_sandbox_factory
 

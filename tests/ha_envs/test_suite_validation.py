@@ -20,7 +20,7 @@ def test_whole_suite_validates():
 
 @pytest.mark.parametrize("instance_id", ["mini__go_ledger", "mini__rust_intervals", "mini__ttl_cache"])
 def test_oracle_episode_resolves(instance_id, tmp_path):
-    from ha_agents.evaluate import evaluate
+    from ha_agents.runs.evaluate import evaluate
 
     task = next(t for t in TASKS if t.instance_id == instance_id)
-    assert evaluate([task], policy="oracle", out_dir=tmp_path).pass_at_1 == [1.0]
+    assert evaluate([task], "oracle", out_dir=tmp_path).pass_at_1 == [1.0]

@@ -14,12 +14,12 @@ from types import SimpleNamespace
 import pytest
 
 from ha_envs.grading.grader import GradeReport, Grader, decide
-from ha_envs.grading.parsers import get_parser
+from ha_envs.grading.log_parsers import get_parser
 from ha_envs.grading.verdicts import (fail_only, rules_for, strict_verdict, swebench_verdict, swebench_version,
                                       task_verdict)
 from tests.conftest import _git_diff, require_bwrap
 
-from .test_benchmarks import DATA, require_data
+from tests.ha_envs.test_swe_datasets import DATA, require_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "swebench_logs"
 MAJOR = int(swebench_version().split(".")[0])
@@ -133,7 +133,7 @@ def _manifest() -> dict:
 def real_tasks():
     """The recorded instances, loaded from ../shared/data as ``--benchmark`` loads them."""
     require_data()
-    from ha_envs.benchmarks import LOCAL_FILES, load_benchmark
+    from ha_envs.swe_datasets import LOCAL_FILES, load_benchmark
 
     wanted = {e["instance_id"] for e in _manifest().values()}
     return {t.instance_id: t for b in ("verified", "multilingual")
@@ -225,7 +225,7 @@ def test_fail_only_end_to_end(fail_only_task, tmp_path):
 
 def test_ha_grade_reports_the_verdicts_split(fail_only_task, tmp_path):
     """``ha grade`` writes the split and the rule the env's reward used, not a split of its own."""
-    from ha_agents.grade import grade_predictions
+    from ha_agents.runs.grade import grade_predictions
 
     task = fail_only_task
     pred = {"instance_id": task.instance_id, "model_patch": task.gold_patch}

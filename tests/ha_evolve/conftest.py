@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ha_agents.policies import POLICIES, OraclePolicy, ScriptedPolicy
+from ha_agents.llm.policies import POLICIES, OraclePolicy, ScriptedPolicy
 from ha_envs.actions import ToolCall
 from ha_envs.harness import HarnessSpec
 from ha_evolve.proposers import Proposal

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from ha_agents.grpo import RateReport
+from ha_agents.train.grpo import RateReport
 from ha_agents.llm.fake_server import FakeOpenAIServer
 from ha_cli.main import main
 from ha_envs.harness import load_spec
@@ -22,7 +22,7 @@ from ha_evolve.report import table
 from ha_evolve.schedule import EvolveConfig, Evolution
 from ha_evolve.summary import trajectory_stats
 
-from .conftest import TASKS, FixedProposer
+from tests.ha_evolve.conftest import TASKS, FixedProposer
 
 SUITE = {t.instance_id: t for t in load_suite("mini")}
 
@@ -34,7 +34,7 @@ def with_tool(spec, *names):
 
 
 def run(tmp_path, proposer, wins, rounds=1, **cfg):
-    from .conftest import ToolSensitive
+    from tests.ha_evolve.conftest import ToolSensitive
 
     ToolSensitive.wins = wins
     evo = Evolution(tmp_path / "evo", [SUITE[t] for t in TASKS], "tool_sensitive", "h0", proposer,
@@ -141,7 +141,7 @@ def test_llm_teacher_over_http_adds_a_script_tool_and_a_rule_hook(tmp_path, sens
         prompts.append(body["messages"][0]["content"])
         return {"content": reply}
 
-    from .conftest import ToolSensitive
+    from tests.ha_evolve.conftest import ToolSensitive
 
     ToolSensitive.wins = {(A, False): {1}, (A, True): {1}}
     with FakeOpenAIServer(respond) as srv:
@@ -214,7 +214,7 @@ def test_cli_teacher_edits_the_harness_in_its_work_directory(tmp_path):
 
 
 def test_a_crash_mid_round_resumes_without_repeating_rollouts(tmp_path, sensitive):
-    from .conftest import ToolSensitive
+    from tests.ha_evolve.conftest import ToolSensitive
 
     class Crashing:
         name = "crashing"

@@ -1,4 +1,4 @@
-from ha_agents.grpo import RateReport
+from ha_agents.train.grpo import RateReport
 from ha_evolve.gate import dual_rate_gate
 
 

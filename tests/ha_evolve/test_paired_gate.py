@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from ha_agents.grpo import Rollout, rates
+from ha_agents.train.grpo import Rollout, rates
 from ha_envs.harness import load_spec
 from ha_envs.harness.spec import Component
 from ha_envs.loaders import load_suite

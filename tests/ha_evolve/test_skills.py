@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ha_agents.episode import run_episode
-from ha_agents.evaluate import evaluate
+from ha_agents.runs.evaluate import evaluate
 from ha_agents.llm.fake_server import FakeOpenAIServer
 from ha_agents.llm.openai_http import OpenAIClient, parse_model_spec
 from ha_envs.loaders import load_suite
@@ -61,7 +61,7 @@ def test_skill_is_a_non_trainable_segment_and_never_in_evaluation(tmp_path):
     assert GOOD in seg["content"] and seg["trainable"] is False and rec["skill"] == GOOD
     order = [m.get("source") for m in rec["messages"]]
     assert order.index("skill") == order.index("task") + 1
-    evaluate([TASK], policy="null", out_dir=tmp_path / "e")
+    evaluate([TASK], "null", out_dir=tmp_path / "e")
     (line,) = (tmp_path / "e" / "trajectories.jsonl").read_text().splitlines()
     ev = json.loads(line)
     assert ev["skill"] is None and not any(m.get("source") == "skill" for m in ev["messages"])

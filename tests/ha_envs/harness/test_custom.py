@@ -130,7 +130,7 @@ def test_cli_help_and_a_closed_pipe():
 
 def test_fences_pair_in_order_and_prose_is_not_xml():
     from ha_envs.actions import parse_h0_action
-    from ha_envs.harness.parsers import ToolCallParser
+    from ha_envs.harness.tool_calls import ToolCallParser
 
     text = "```python\nx = 1\n```\nNow run:\n```bash\nls -la\n```"
     assert parse_h0_action(text).arguments == {"command": "ls -la"}

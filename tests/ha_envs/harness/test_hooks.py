@@ -6,7 +6,7 @@ import pytest
 
 from ha_envs.harness import HOOKS
 
-from .conftest import spec_with
+from tests.ha_envs.harness.conftest import spec_with
 
 FIX = dict(path="calc.py", old_str="        return lo\n    return x", new_str="        return hi\n    return x")
 

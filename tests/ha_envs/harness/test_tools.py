@@ -6,7 +6,7 @@ import pytest
 
 from ha_envs.harness import TOOLS
 
-from .conftest import ALL_TOOLS
+from tests.ha_envs.harness.conftest import ALL_TOOLS
 
 
 def test_catalogue_renders_openai_and_mcp_schemas():
@@ -100,7 +100,7 @@ def test_view_diff_uses_its_own_index(drive):
 
 
 def test_run_check_caps_time(drive):
-    from .conftest import spec_with
+    from tests.ha_envs.harness.conftest import spec_with
     d = drive(spec_with(tools=("bash", ("run_check", {"timeout_s": 1.0}), "submit")))
     out = d.text("run_check", command="sleep 5; echo never")
     assert "run_check stops commands after 1 s" in out and "never" not in out
@@ -130,8 +130,8 @@ def test_run_tests_selects_relevant_tests_python(drive):
 ])
 def test_run_tests_other_languages(drive, instance, runner, expect):
     from ha_envs.loaders import load_suite
-    from ha_agents.patch_edits import patch_to_edits
-    from ha_envs.sandbox.workcopy import prepare_snapshot
+    from ha_agents.llm.patch_edits import patch_to_edits
+    from ha_envs.provision.workcopy import prepare_snapshot
     task = next(t for t in load_suite("mini") if t.instance_id == instance)
     d = drive(task=task)
     snap = prepare_snapshot(task)

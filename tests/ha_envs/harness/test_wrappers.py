@@ -12,14 +12,14 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import ha_envs
-from ha_agents.evaluate import run_episode
-from ha_agents.policies import OraclePolicy, ScriptedPolicy
+from ha_agents.episode import run_episode
+from ha_agents.llm.policies import OraclePolicy, ScriptedPolicy
 from ha_cli.main import main
 from ha_envs.actions import ToolCall
 from ha_envs.harness import load_spec, preset_names, render_call
 from ha_envs.loaders import load_suite
 
-from .conftest import spec_with
+from tests.ha_envs.harness.conftest import spec_with
 
 
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")

@@ -1,0 +1,92 @@
+"""Fixture policies for the evolution tests and the CPU demonstration: deterministic, model-free,
+registered beside ``oracle`` and ``null`` (``--model tool_user``, ``--model coin``).
+
+They are not models of an agent; each is built so that what evolution can change shows, or does
+not show, in its outcomes:
+
+- ``tool_user`` depends on the harness: where the harness offers ``run_tests`` it uses it: it
+  applies the gold patch (through the harness's own tools, as ``oracle``), runs the tests and
+  submits, and solves the task; where it does not, it looks at the work copy and gives up
+  (submits unchanged). A candidate that adds the tool must raise its pass rate;
+- ``coin`` ignores the harness: each episode it solves the task (as ``oracle``) or gives up on a
+  fair coin. The coin is the episode's sampling seed (the first call's ``seed``), so with common
+  seeds both sides of a comparison flip the same coins; without a seed it is a fresh draw.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from ha_envs.actions import ToolCall
+from ha_envs.harness.tool_calls import render_call
+from ha_envs.task import Task
+
+
+Solver = Callable[[Task, dict[str, Any]], list[ToolCall]]
+"""The calls that solve a task under the harness ``info`` describes (``policies`` passes the oracle's plan)."""
+
+
+class _Deciding:
+    """A policy that picks its plan at its first step (when the sampling seed is known), then sends
+    the plan's calls in the harness's format and keeps submitting."""
+
+    name = "deciding"
+
+    def __init__(self, solve: Solver) -> None:
+        self.solve = solve
+        self._task: Task | None = None
+        self._info: dict[str, Any] = {}
+        self._plan: list[ToolCall] | None = None
+        self._n = 0
+
+    def start(self, task: Task, info: dict[str, Any]) -> None:
+        self._task, self._info, self._plan, self._n = task, info, None, 0
+
+    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        raise NotImplementedError
+
+    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        assert self._task is not None, "start() comes first"
+        if self._plan is None:
+            self._plan = self.decide(self._task, self._info, info.get("sampling_seed"))
+        call = self._plan.pop(0) if self._plan else ToolCall("submit", {})
+        self._n += 1
+        fmt = self._info.get("parser", "fenced_bash")
+        if fmt == "fenced_bash" and call.name == "bash":
+            return f"```bash\n{call.arguments['command']}\n```"
+        return render_call(call, fmt, call_id=f"call_{self._n}")
+
+
+def _names(info: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in info.get("tools") or []} or {"bash", "submit"}
+
+
+def _give_up(info: dict[str, Any]) -> list[ToolCall]:
+    look = [ToolCall("bash", {"command": "git status --short"})] if "bash" in _names(info) else []
+    return look + [ToolCall("submit", {})]
+
+
+class ToolUserPolicy(_Deciding):
+    """Solves the task exactly when the harness offers ``tool`` (and uses it); else gives up."""
+
+    name = "tool_user"
+    tool = "run_tests"
+
+    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        if self.tool not in _names(info):
+            return _give_up(info)
+        plan = self.solve(task, info)  # the oracle's plan runs run_tests before submitting when offered
+        return plan if any(c.name == self.tool for c in plan) else plan[:-1] + [ToolCall(self.tool, {}), plan[-1]]
+
+
+class CoinPolicy(_Deciding):
+    """Solves the task on heads of a fair coin drawn from the episode's sampling seed, whatever the
+    harness; gives up on tails."""
+
+    name = "coin"
+    p_heads = 0.5
+
+    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        rng = random.Random(seed) if seed is not None else random.Random()
+        return self.solve(task, info) if rng.random() < self.p_heads else _give_up(info)

@@ -1,0 +1,117 @@
+"""Rollout collection: tasks x group size, in parallel, streamed to JSONL, resumable.
+
+``collect(tasks, group_size, model, config, out=...)`` runs every (task, sample) episode with a bounded
+worker pool (threads here, or Ray tasks on a cluster with ``executor="ray"``). Before any episode
+starts, each task's snapshot is prepared once, so all samples of a GRPO group start from the same
+prepared copy (a reset is a copy of it, not a clone or checkout). Each record is appended and
+fsynced to ``trajectories.jsonl`` as its episode ends; a rerun skips the (task, sample) pairs already
+there. ``sample`` is the record's ``run`` field (1-based).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Callable
+
+from ha_envs.harness import HarnessSpec
+from ha_envs.sandbox import prepare_snapshot
+from ha_envs.task import Task
+
+from ..episode import EpisodeConfig, error_record, run_episode
+from ..llm.registry import check_model_spec
+from ..records.log import JsonlLog
+from .progress import EpisodeProgress
+from .ray_cluster import init_ray
+
+log = logging.getLogger(__name__)
+
+
+def _episode(task: Task, sample: int, model: Any, config: EpisodeConfig, skill: str | None = None) -> dict[str, Any]:
+    t0 = time.monotonic()
+    try:
+        record = run_episode(task, model, config, skill=skill, seed=config.episode_seed(task.instance_id, sample))
+    except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
+        log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
+        record = error_record(task, model, config.harness, exc, t0)
+    record["run"] = sample
+    return record
+
+
+def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", *,
+            out: Path | str | None = None, log: JsonlLog | None = None, workers: int = 2, executor: str = "threads",
+            on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
+            skills: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
+    ``config``: how every episode runs (an :class:`EpisodeConfig`, or a harness for the default
+    one). ``progress_bar``: show :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr.
+    ``skills``: instance id -> a training-time skill every sample of that task sees.
+
+    ``model`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), which can travel to
+    Ray workers (each episode builds its own client), or, with threads, a client object shared by
+    the episodes (the local trainer's in-process policy)."""
+    if not isinstance(model, str) and executor != "threads":
+        raise ValueError("a client object can only run with executor='threads'; pass a model spec string for Ray")
+    config = EpisodeConfig.of(config)
+    check_model_spec(model)  # a wrong model name fails here, not as one masked record per episode
+    if log is None:
+        if out is None:
+            raise ValueError("collect() needs out= (a directory) or log=")
+        Path(out).mkdir(parents=True, exist_ok=True)
+        log = JsonlLog(Path(out) / "trajectories.jsonl")
+    done = log.done()
+    todo = [(t, k) for t in tasks for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
+    for task in {t.instance_id: t for t, _ in todo}.values():
+        prepare_snapshot(task)  # once per task: every sample of its group copies this snapshot
+    bar = None
+    if progress_bar:
+        ids = {t.instance_id for t in tasks}
+        earlier = [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+        bar = EpisodeProgress(len(tasks) * group_size, done=len(earlier),
+                              resolved=sum(bool(r.get("resolved")) for r in earlier))
+
+    def finished(rec: dict[str, Any]) -> None:
+        log.append(rec)
+        if bar is not None:
+            bar.update(rec)
+        if on_record:
+            on_record(rec)
+
+    try:
+        if executor == "threads":
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                futures = [pool.submit(_episode, t, k, model, config, (skills or {}).get(t.instance_id))
+                           for t, k in todo]
+                for fut in as_completed(futures):
+                    finished(fut.result())
+        elif executor == "ray":
+            _collect_ray(todo, model, config, workers, finished, skills or {})
+        else:
+            raise ValueError(f"unknown executor {executor!r}; use threads or ray")
+    finally:
+        if bar is not None:
+            bar.close()
+    ids = {t.instance_id for t in tasks}
+    return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+
+
+def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
+                 finished: Callable[[dict[str, Any]], None], skills: dict[str, str]) -> None:
+    """Ray tasks, at most ``workers`` in flight; on the Ray this process already runs, else the
+    cluster in RAY_ADDRESS, else a private local one (never a cluster it was not asked to join).
+    Records come back to this process, which alone writes the log."""
+    import ray
+
+    init_ray()
+    remote = ray.remote(num_cpus=1, max_retries=2)(_episode)
+    config_ref = ray.put(config)
+    pending: list[Any] = []
+    queue = list(todo)
+    while queue or pending:
+        while queue and len(pending) < max(1, workers):
+            t, k = queue.pop(0)
+            pending.append(remote.remote(t, k, model, config_ref, skills.get(t.instance_id)))
+        ready, pending = ray.wait(pending, num_returns=1)
+        finished(ray.get(ready[0]))

@@ -1,0 +1,179 @@
+"""``ha eval``, ``ha grade``, ``ha compare``, ``ha show-trajectory``: running, grading and reading episodes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ha_cli.selection import add_source as _add_source
+from ha_cli.selection import select_tasks as _tasks
+from ha_cli.harness_cmd import _spec
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ha_agents.runs.evaluate import evaluate
+
+    spec = _spec(args.harness)
+    if args.without:
+        spec = spec.without(*args.without)
+    tasks = _tasks(args)
+    from ha_agents.episode import EpisodeConfig, TokenMode
+
+    token_mode = None
+    if args.tokenizer:
+        token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens, args.max_new_tokens)
+        template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
+        print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
+    from ha_agents.llm.options import ModelOptions, load_model_kwargs
+
+    options = ModelOptions(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                           extra=load_model_kwargs(args.model_kwargs) if args.model_kwargs else {},
+                           api_key_env=args.api_key_env)
+    from ha_envs.grading.grader import shared_loopback_note
+
+    note = shared_loopback_note(args.sandbox, args.workers, tasks)
+    if note:
+        print(f"ha eval: {note}", file=sys.stderr)
+    model = args.model or args.policy or "oracle"
+    if args.runs > 1 and not args.temperature and model.startswith(("openai:", "hf:")):
+        print(f"warning: --runs {args.runs} at temperature {args.temperature or 0} (greedy): the runs will be near "
+              "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
+    config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=token_mode, model_options=options,
+                                  seed=args.seed, max_turns=args.max_turns)
+    summary = evaluate(tasks, model, config, runs=args.runs, out_dir=args.out, workers=args.workers,
+                       executor=args.executor, progress_bar=not args.no_progress)
+    print(summary.markdown())
+    print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
+          f"harness.yaml (hash {summary.harness_hash})")
+    from ha_envs.grading.faults import fault_summary, records_under
+    print(fault_summary(records_under(Path(args.out) / "trajectories.jsonl")), end="", file=sys.stderr)
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from ha_agents.runs.grade import grade_predictions, load_predictions
+    from ha_envs.grading.grader import Grader, shared_loopback_note
+
+    predictions = load_predictions(args.predictions)
+    tasks = _tasks(args)
+    unknown = sorted(set(predictions) - {t.instance_id for t in tasks})
+    if unknown and not args.instances:
+        print(f"note: {len(unknown)} predicted instance(s) are not in the chosen tasks (listed in report.json)",
+              file=sys.stderr)
+    note = shared_loopback_note(args.sandbox, args.workers, [t for t in tasks if t.instance_id in predictions])
+    if note:
+        print(f"ha grade: {note}", file=sys.stderr)
+    factory = None
+    if args.sandbox == "docker":
+        from ha_envs.grading.grader import docker_sandbox_factory
+
+        factory = docker_sandbox_factory()
+    grader = Grader(factory, verdict_rules=args.verdict_rules)
+
+    def progress(iid: str, body: dict) -> None:
+        verdict = body["status"] + (f" (flags: {', '.join(body['flags'])})" if body["flags"] else "")
+        print(f"{iid}: {verdict}", file=sys.stderr, flush=True)
+
+    run = grade_predictions(tasks, predictions, args.out, grader=grader, workers=args.workers, progress=progress)
+    print(run.markdown())
+    if run.skipped:
+        print(f"{len(run.skipped)} instance(s) already graded in {args.out} were kept")
+    print(f"\nreport: {Path(args.out) / 'report.json'}; per instance: {Path(args.out) / 'logs'}/<id>/")
+    return 0
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ha_agents.runs.compare import compare
+
+    result = compare(args.run_a, args.run_b, samples=args.samples, seed=args.seed)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        (out / "compare.md").write_text(result.markdown() + "\n")
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.markdown())
+    return 0
+
+
+def cmd_show_trajectory(args: argparse.Namespace) -> int:
+    from ha_agents.records.export import load_trajectory, render_text
+    from ha_agents.records.viewer import render_html
+
+    rec = load_trajectory(args.file, instance_id=args.instance, run=args.run)
+    if args.html:
+        tokenizer = None
+        if args.tokenizer:
+            from ha_agents.chat.tokens import load_tokenizer
+
+            tokenizer = load_tokenizer(str(Path(args.tokenizer).resolve()))
+        Path(args.html).write_text(render_html(rec, tokenizer=tokenizer))
+        print(f"wrote {args.html}")
+    else:
+        print(render_text(rec))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="run a model under a harness and report pass@1")
+    _add_source(p)
+    p.add_argument("--model", default=None,
+                   help="oracle | null | openai:NAME@URL | replay:TRAJECTORIES.jsonl | hf:PATH (default oracle)")
+    p.add_argument("--policy", default=None, help="old name of --model (kept as an alias)")
+    p.add_argument("--harness", default="h0", help="preset name (see `ha harness list`) or a YAML/JSON spec path")
+    p.add_argument("--without", action="append", default=[], metavar="COMPONENT",
+                   help="ablation: drop this tool or hook from the harness (repeatable)")
+    p.add_argument("--sandbox", default="local")
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1, help="episodes in flight at once")
+    p.add_argument("--executor", choices=["threads", "ray"], default="threads",
+                   help="threads on this machine, or Ray tasks (RAY_ADDRESS, else a local Ray)")
+    p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
+    p.add_argument("--tokenizer", default="", help="token mode: tokenizer.json (or a model dir); records ids, "
+                   "loss mask and logprobs as the model produced them")
+    p.add_argument("--template", default="auto", help="token mode: auto (the model's own chat template when the "
+                   "tokenizer dir has one, else chatml), model, chatml, hermes")
+    p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="token mode: cap per model call "
+                   "(never more than the context left)")
+    m = p.add_argument_group("model options (recorded in summary.json)")
+    m.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the backend's, 0)")
+    m.add_argument("--top-p", type=float, default=None)
+    m.add_argument("--max-tokens", type=int, default=None, help="cap per model call")
+    m.add_argument("--seed", type=int, default=None, help="seed every episode's sampling (per task, run and turn)")
+    m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
+    m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                   help="environment variable holding the API key (default OPENAI_API_KEY)")
+    p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
+    p.add_argument("--no-progress", action="store_true", help="no progress on stderr (by default: a bar redrawn in "
+                   "place on a terminal, else one line per finished episode with rate and ETA)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("grade", help="grade a SWE-bench predictions file (any agent's) with hidden tests")
+    _add_source(p)
+    p.add_argument("--predictions", required=True, help="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
+    p.add_argument("--sandbox", choices=["local", "docker"], default="local")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", default="runs/grade", help="output directory (a rerun keeps finished instances)")
+    p.add_argument("--verdict-rules", choices=["auto", "swebench", "harnessadapt"], default="auto",
+                   help="auto (default): the installed swebench's own grading functions for SWE-bench rows, ours "
+                   "(stricter: F2P must be PASSED, a missing test fails) for the rest; or one of them for every "
+                   "task. Pro and R2E-Gym keep their harness's rule. report.json records the rule and version")
+    p.set_defaults(func=cmd_grade)
+    p = sub.add_parser("compare", help="paired difference of two eval runs with a 95%% bootstrap CI")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--samples", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", help="also write compare.json and compare.md here")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("show-trajectory", help="render one episode (text, or --html OUT)")
+    p.add_argument("file", help="trajectories.jsonl (or a traj.json)")
+    p.add_argument("--instance", help="which episode (default: the first)")
+    p.add_argument("--run", type=int, default=None)
+    p.add_argument("--html", metavar="OUT")
+    p.add_argument("--tokenizer", default="", help="with --html: decode the token view of a token-mode record with this "
+                   "tokenizer.json or model dir (the one `ha eval --tokenizer` used); without it, token ids")
+    p.set_defaults(func=cmd_show_trajectory)

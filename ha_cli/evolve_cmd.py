@@ -1,0 +1,98 @@
+"""``ha evolve run | log | prompts``: harness evolution against a fixed model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ha_cli.selection import add_source as _add_source
+from ha_cli.selection import select_tasks as _tasks
+from ha_cli.gate_args import add_gate_args
+from ha_cli.harness_cmd import _spec
+from ha_cli.sampling import add_sampling_args
+
+
+def cmd_evolve_run(args: argparse.Namespace) -> int:
+    from ha_evolve.proposers import ProposerOptions, make_proposer
+    from ha_evolve.report import figures, table
+    from ha_evolve.schedule import EvolveConfig, Evolution
+    from ha_cli.gate_args import gate_config
+    from ha_cli.sampling import greedy_warning, model_options
+
+    tasks = _tasks(args)
+    proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
+    config = EvolveConfig(rounds=args.rounds, group_size=args.group_size, candidates=args.candidates,
+                          decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch, sandbox=args.sandbox,
+                          workers=args.workers, seed=args.seed, **gate_config(args))
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.resume:
+        raise ValueError(f"{out} is not empty: pass --resume to continue that run, or another --out")
+    options = model_options(args)
+    note = greedy_warning(args.model, options, args.group_size)
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    evo = Evolution(out, tasks, args.model, _spec(args.harness), proposer, config, model_options=options,
+                    progress=lambda text: print(text, file=sys.stderr, flush=True))
+    final = evo.run()
+    print(table(out))
+    paths = figures(out)
+    final.save(out / "harness.yaml")
+    print(f"\nfrozen harness: {final.name} ({final.hash}) -> {out / 'harness.yaml'}")
+    print(f"log: {out / 'evolution.jsonl'}; figures: {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def cmd_evolve_log(args: argparse.Namespace) -> int:
+    from ha_evolve.report import figures, table
+
+    if not (Path(args.dir) / "evolution.jsonl").is_file():
+        raise ValueError(f"{args.dir} holds no evolution.jsonl")
+    print(table(args.dir))
+    if args.figures:
+        for p in figures(args.dir):
+            print(f"figure: {p}")
+    return 0
+
+
+def cmd_evolve_prompts(args: argparse.Namespace) -> int:
+    from ha_evolve.proposers import PROMPTS
+
+    for path in sorted(PROMPTS.glob("*.md")):
+        print(f"==> {path.name} ({path})\n{path.read_text()}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    evolve = sub.add_parser("evolve", help="evolve the harness against a fixed model (dual-rate gate)").add_subparsers(
+        dest="evolve_command", required=True)
+    p = evolve.add_parser("run", help="rounds of propose -> validate -> compare -> gate")
+    _add_source(p)
+    p.add_argument("--model", "--policy", dest="model", default="oracle",
+                   help="the fixed model: a model spec as for `ha eval` (--policy: old name)")
+    p.add_argument("--harness", default="h0", help="the harness to start from (preset or spec path)")
+    p.add_argument("--proposer", default="rule", help="rule | llm | cli")
+    p.add_argument("--teacher", default=None, help="llm proposer: the teacher model (openai:NAME@URL)")
+    p.add_argument("--teacher-command", default=None, help="cli proposer: the command run in the work directory")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--candidates", type=int, default=1, help="proposals per round (they share the current side)")
+    p.add_argument("--decide-by", choices=["auto", "paired", "gate", "stat"], default="auto",
+                   help="auto (default): the paired rule with a confidence requirement below 184 rollouts a side, the "
+                   "paper's point rule from there; paired; gate (the paper's); stat (bootstrap). All are logged")
+    p.add_argument("--attribute", action="store_true", help="leave-one-component-out after an acceptance")
+    p.add_argument("--epoch", type=int, default=1)
+    p.add_argument("--sandbox", default="local")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/evolve")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    add_sampling_args(p)
+    add_gate_args(p)
+    p.set_defaults(func=cmd_evolve_run)
+    p = evolve.add_parser("log", help="the evolution log as a table (the paper's Table 15 layout)")
+    p.add_argument("dir")
+    p.add_argument("--figures", action="store_true", help="also (re)draw the figures")
+    p.set_defaults(func=cmd_evolve_log)
+    p = evolve.add_parser("prompts", help="show the teacher prompts")
+    p.set_defaults(func=cmd_evolve_prompts)

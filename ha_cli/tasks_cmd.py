@@ -1,0 +1,114 @@
+"""``ha tasks list | validate``: the tasks a selection names, and whether their gold patch resolves."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ha_cli.selection import add_source as _add_source
+from ha_cli.selection import select_tasks as _tasks
+
+
+def cmd_tasks_list(args: argparse.Namespace) -> int:
+    tasks = _tasks(args)
+    if args.json:
+        print(json.dumps([{"instance_id": t.instance_id, "language": t.language, "difficulty": t.difficulty,
+                           "fail_to_pass": len(t.tests.fail_to_pass), "pass_to_pass": len(t.tests.pass_to_pass)}
+                          for t in tasks], indent=2))
+        return 0
+    print(f"{'instance_id':34} {'language':11} {'difficulty':10} {'F2P':>4} {'P2P':>4}")
+    for t in tasks:
+        print(f"{t.instance_id:34} {t.language:11} {t.difficulty:10} {len(t.tests.fail_to_pass):>4} "
+              f"{len(t.tests.pass_to_pass):>4}")
+    print(f"{len(tasks)} tasks")
+    return 0
+
+
+def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory, shared_loopback_note
+    from ha_envs.validate import read_results, stratified_sample, summary_markdown, validate_tasks
+
+    if args.retries < 0:
+        print(f"ha tasks validate: error: --retries must be 0 or more, not {args.retries}", file=sys.stderr)
+        return 2
+    network = {"official": None, "on": True, "off": False}[args.network]
+    factory = docker_sandbox_factory(network=network) if args.sandbox == "docker" else local_sandbox_factory(network=network)
+    tasks = _tasks(args)
+    if args.sample:
+        tasks = stratified_sample(tasks, args.sample, args.seed)
+    done = read_results(Path(args.results)) if args.results else {}
+    todo = [t for t in tasks if t.instance_id not in done]
+    note = shared_loopback_note(args.sandbox, args.workers, todo, network)
+    if note:
+        print(f"ha tasks validate: {note}", file=sys.stderr)
+    if len(todo) < len(tasks):
+        print(f"{len(tasks) - len(todo)} of {len(tasks)} already in {args.results}; validating the other {len(todo)}",
+              file=sys.stderr)
+    sink = None
+    if args.results:
+        Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+        sink = open(args.results, "a")
+
+    finished = [len(tasks) - len(todo)]  # of this selection (the file may hold other instances too)
+
+    def record(r) -> None:
+        verdict = "ok  " if r.ok else f"FAIL ({r.cause})"
+        finished[0] += 1
+        print(f"[{finished[0]}/{len(tasks)}] {verdict} {r.instance_id} {r.seconds:.0f}s", file=sys.stderr, flush=True)
+        done[r.instance_id] = r
+        if sink is not None:
+            sink.write(json.dumps(r.to_dict()) + "\n")
+            sink.flush()
+
+    try:
+        validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record, retries=args.retries)
+    finally:
+        if sink is not None:
+            sink.close()
+    results = [done[t.instance_id] for t in tasks]
+    if args.markdown:
+        title = f"ha tasks validate ({len(results)} instances, {args.sandbox} sandbox)"
+        Path(args.markdown).write_text(summary_markdown(results, title))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        for r in results:
+            verdict = "ok  " if r.ok else "FAIL"
+            cause = f" cause={r.cause}" if r.cause else ""
+            print(f"{verdict} {r.instance_id:34} gold={r.gold_status:11} empty={r.empty_status:11} {r.seconds:6.1f}s{cause}")
+            for p in r.problems + r.environment.get("problems", []):
+                print(f"     - {p}")
+    from ha_envs.grading.faults import fault_summary
+    print(fault_summary(r.to_dict() for r in results), end="", file=sys.stderr)
+    bad = [r.instance_id for r in results if not r.ok]
+    print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
+          file=sys.stderr)
+    return 1 if bad else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    tasks = sub.add_parser("tasks", help="list and validate tasks").add_subparsers(dest="tasks_command", required=True)
+    p = tasks.add_parser("list", help="list the tasks of a suite or file")
+    _add_source(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tasks_list)
+    p = tasks.add_parser("validate", help="gold patch resolves, empty patch does not")
+    _add_source(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--sandbox", choices=["local", "docker"], default="local", help="where the tests run")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="N tasks of the selection, spread evenly over repositories (seeded by --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--network", choices=["official", "on", "off"], default="official",
+                   help="tests' network: as the official harness (real benchmarks' tests get it; default), "
+                        "always, or never")
+    p.add_argument("--results", metavar="FILE.jsonl",
+                   help="append each result here as it finishes; a rerun skips the instances already in it")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (per repository, with causes)")
+    p.add_argument("--retries", type=int, default=2, metavar="K",
+                   help="grade a disagreeing verdict nothing explains up to K more times; one that changes is "
+                        "called flaky (default 2; 0: never)")
+    p.set_defaults(func=cmd_tasks_validate)

@@ -1,0 +1,300 @@
+"""Hidden canary tests: the verdict checked from outside the test process.
+
+Code under test runs inside the runner's process and can rewrite what the runner reports (a stdout
+filter, no-op assertions, hollowed test functions). No guard inside that process can stop it, but
+the grader can plant tests whose true outcome it knows: for every grading it appends a few canaries
+to each hidden test file, some that must fail (a false assertion) and some that must pass, written
+as that file's other tests are (pytest functions, a ``unittest``/Django ``TestCase`` of the file's
+own base class, ``node:test``/jest/mocha calls with the file's own ``assert``, a Go ``TestXxx``, a
+Rust ``#[test]``), their names built from the file's own test names and their data drawn from a
+grader-held RNG (``secrets``) that nothing in the agent's sandbox sees. They go in after the hidden
+tests are installed, in the grading sandbox only, and before the test sources are hashed, so the
+change check covers them too.
+
+A forger that turns failures into passes turns a must-fail canary into a pass; one that prints a
+report of its own leaves the canaries out of it. ``check`` says so (``verdict_tampered``). A canary
+that simply did not run is tampering only when tests of the same file did run and pass (a file
+that fails to compile or import is an ordinary failure). Canary results are taken out of the
+statuses before the verdict, never count as FAIL_TO_PASS or PASS_TO_PASS tests, and their names
+are redacted from what the grade report keeps of the log.
+
+Not planted (``plan`` returns None): SWE-bench Pro (Scale's run scripts and parser) and R2E-Gym
+(whose rule compares the whole parsed log), files of runners not listed above, files whose tests
+the command picks by name (a node id, ``-k``, ``-run``, a filter: ``selects_by_name``), and
+must-fail canaries where the runner stops at the first failure (``pytest -x``, ``--maxfail``,
+``go test -failfast``, ``cargo test`` without ``--no-fail-fast``, ``--bail``): there only must-pass
+ones. The text of the canaries is ``canary_writers.py``'s.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from ..sandbox.base import Sandbox
+from ..sandbox.shell import ansi_c_quote
+from ..task import Task
+from .canary_writers import WRITERS, Canary, _name, _testcase_base, _words, go_imports_testing
+from .log_parsers import ERROR, FAILED, PASSED
+
+XPASS = "XPASS"
+MAX_HOSTS = 8
+"""At most this many hidden test files get canaries (a SWE-bench row can list dozens)."""
+
+
+@dataclass
+class CanaryPlan:
+    canaries: list[Canary] = field(default_factory=list)
+    appends: dict[str, str] = field(default_factory=dict)
+    """File -> the text appended to it: the hidden test file, or a new file beside it."""
+    host_tests: dict[str, list[str]] = field(default_factory=dict)
+    """Hidden test file -> names of its own tests (to tell a file that ran from one that did not)."""
+
+    @property
+    def must_fail(self) -> bool:
+        return any(c.must_fail for c in self.canaries)
+
+
+def _reported(name: str, title: bool, key: str) -> bool:
+    if title:
+        return key == name or key.endswith(" > " + name)
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", key) is not None
+
+
+def is_canary(plan: CanaryPlan | None, key: str) -> bool:
+    return plan is not None and any(_reported(c.name, c.title, key) for c in plan.canaries)
+
+
+def split(plan: CanaryPlan | None, statuses: dict[str, str]) -> tuple[dict[str, str], dict[Canary, str]]:
+    """(the statuses without canaries, canary -> its reported status or ``MISSING``)."""
+    if plan is None:
+        return statuses, {}
+    results: dict[Canary, str] = {c: "MISSING" for c in plan.canaries}
+    rest: dict[str, str] = {}
+    for key, status in statuses.items():
+        hit = next((c for c in plan.canaries if _reported(c.name, c.title, key)), None)
+        if hit is None:
+            rest[key] = status
+        elif results[hit] == "MISSING" or status != PASSED:
+            results[hit] = status
+    return rest, results
+
+
+def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, timed_out: bool,
+          simple: bool) -> list[str]:
+    """Why the run's report cannot be believed, from its canaries (empty: it can). ``statuses``: the
+    whole parsed log; ``simple``: the command's exit status is the runner's."""
+    if plan is None or not plan.canaries:
+        return []
+    rest, results = split(plan, statuses)
+    reasons: list[str] = []
+    forged = [c for c, s in results.items() if c.must_fail and s in (PASSED, XPASS)]
+    if forged:
+        reasons.append(f"{len(forged)} canary test(s) with a false assertion were reported passed "
+                       f"(in {', '.join(sorted({c.host for c in forged}))})")
+    ran = {h for h, names in plan.host_tests.items()
+           if any(s == PASSED and any(_reported(n, _titled(h), k) for n in names) for k, s in rest.items())}
+    if not any(plan.host_tests.values()):
+        ran = set(plan.host_tests) if any(s == PASSED for s in rest.values()) else set()
+    # a run cut short by its timeout misses its last tests, canaries or not
+    odd = [(c, s) for c, s in results.items() if c not in forged and c.host in ran and not timed_out and
+           (s not in (FAILED, ERROR) if c.must_fail else s != PASSED)]
+    for c, s in odd:
+        want = "fail" if c.must_fail else "pass"
+        reasons.append(f"a canary test that must {want} in {c.host} was reported {s.lower()}, while that file's "
+                       "other tests passed")
+    if simple and not timed_out and exit_code == 0 and \
+            any(c.must_fail and s in (FAILED, ERROR) for c, s in results.items()):
+        reasons.append("a canary test failed as it must, yet the test command exited 0")
+    return reasons
+
+
+def redact(plan: CanaryPlan | None, text: str) -> str:
+    """``text`` with the canaries' names replaced (what the grade report keeps of the log)."""
+    if plan is None:
+        return text
+    for c in plan.canaries:
+        text = text.replace(c.name, "<canary>")
+    return text
+
+
+def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None) -> CanaryPlan | None:
+    """Read the installed hidden test files in the grading sandbox, plan the canaries and append
+    them there (two shell calls). None when the task gets none."""
+    paths = [p for p in task.hidden_test_files if p.endswith((".py", ".js", ".mjs", ".cjs", "_test.go", ".rs"))]
+    if not paths or task.tests.log_parser in ("pro", "r2e"):
+        return None
+    script = ("for p in " + " ".join(ansi_c_quote(p) for p in paths[:MAX_HOSTS * 4]) +
+              '; do if [ -f "$p" ] && [ ! -L "$p" ]; then printf \'HA_SRC %s \' "$p"; base64 -w0 -- "$p"; echo; fi; done; '
+              "echo HA_READ")
+    res = sandbox.run(script, timeout=300, head_bytes=64 << 20, tail_bytes=0)
+    if "HA_READ" not in res.output or res.truncated:
+        return None
+    sources: dict[str, str] = {}
+    for line in res.output.splitlines():
+        if line.startswith("HA_SRC "):
+            path, _, data = line[7:].rpartition(" ")
+            sources[path] = base64.b64decode(data).decode("utf-8", errors="replace")
+    got = plan(task, sources, rng)
+    if got is None:
+        return None
+    # the texts travel inside the command (base64): no helper process, no file of the grader's left
+    script = " && ".join(f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d >> {ansi_c_quote(target)}"
+                         for target, text in got.appends.items())
+    res = sandbox.run(f"{script} && echo HA_PLANTED", timeout=300)
+    if "HA_PLANTED" not in res.output:
+        raise OSError(f"cannot add the canary tests: {res.output[-500:]}")
+    return got
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+def _titled(host: str) -> bool:
+    return host.endswith((".js", ".mjs", ".cjs"))
+
+
+_FAIL_FAST = re.compile(r"(?:^|\s)(?:(?:-x|--exitfirst|-failfast|--bail)(?=\s|$)|--maxfail(?:=|\s+)\d)")
+
+
+def stops_at_first_failure(command: str) -> bool:
+    """The runner stops at the first failing test (a must-fail canary would hide the rest)."""
+    if re.search(r"\bcargo\s+test\b", command) and "--no-fail-fast" not in command:
+        return True
+    return bool(_FAIL_FAST.search(command))
+
+
+_NAME_FILTERS = {
+    "pytest": r"(?:^|\s)-k(?:\s|=|\S)|(?:^|\s)--deselect\b",
+    "unittest": r"(?:^|\s)-k\s",
+    "go": r"(?:^|\s)-run(?:\s|=)",
+    "node": r"--test-name-pattern|--test-only",
+    "jest": r"(?:^|\s)(?:-t|--testNamePattern)(?:\s|=)",
+    "mocha": r"(?:^|\s)(?:-g|--grep|-f|--fgrep)(?:\s|=)",
+    "cargo": r"(?!)",  # positional filters: _cargo_filters
+}
+_CARGO_VALUED = {"--test", "--bin", "--example", "--bench", "-p", "--package", "--features", "-F", "--target",
+                 "--manifest-path", "-j", "--jobs", "--profile", "--color", "--config", "-Z", "--exclude",
+                 "--target-dir", "--message-format", "--skip", "--format", "--logfile", "--test-threads",
+                 "--report-time", "--shuffle-seed"}
+
+
+def _cargo_filters(command: str) -> bool:
+    """``cargo test`` given a test-name filter (before or after ``--``)."""
+    m = re.search(r"\bcargo\s+(?:\+\S+\s+)?test\b(.*)", command)
+    if m is None:
+        return False
+    words = re.split(r"\s+", re.split(r"[;&|]", m.group(1))[0].strip())
+    skip = False
+    for w in words:
+        if not w or w == "--":
+            continue
+        if skip:
+            skip = False
+        elif w.startswith("-"):
+            skip = "=" not in w and w in _CARGO_VALUED
+        else:
+            return True
+    return False
+
+
+def selects_by_name(kind: str, path: str, command: str) -> bool:
+    """The command picks tests inside ``path`` by name (a node id, ``-k``, ``-run``, a filter), so
+    canaries appended to it would not run."""
+    if re.search(_NAME_FILTERS[kind], command) or (kind == "cargo" and _cargo_filters(command)):
+        return True
+    if kind == "pytest":
+        return f"{path}::" in command or f"{PurePosixPath(path).name}::" in command
+    if kind == "unittest":
+        dotted = path.removesuffix(".py").replace("/", ".").split(".")
+        tail = ".".join(dotted[-2:])
+        return re.search(rf"(?<![\w.]){re.escape(tail)}\.\w", command) is not None
+    return False
+
+
+def kind_of(task: Task, path: str, text: str) -> str | None:
+    """Which writer fits the hidden test file (None: no canary for it)."""
+    kind = _kind(task, path, text)
+    return None if kind is None or selects_by_name(kind, path, task.tests.test_command) else kind
+
+
+def _kind(task: Task, path: str, text: str) -> str | None:
+    cmd = task.tests.test_command
+    name = PurePosixPath(path).name
+    if path.endswith(".py"):
+        if not re.search(r"^\s*(?:async\s+)?def test|^\s*class \w+\(", text, re.M):
+            return None
+        if re.search(r"^def test\w*\(", text, re.M) and not re.search(r"runtests\.py|\bunittest\b", cmd):
+            return "pytest"
+        return "unittest" if _testcase_base(text) else ("pytest" if re.search(r"py\.?test", cmd) else None)
+    if path.endswith((".js", ".mjs", ".cjs")) and re.search(r"\b(?:test|it)\s*\(", text):
+        if re.search(r"\bnode\b.*--test\b", cmd):
+            return "node"
+        if re.search(r"\b(?:jest|vitest)\b", cmd):
+            return "jest"
+        if re.search(r"\bmocha\b", cmd):
+            return "mocha"
+        return None
+    if name.endswith("_test.go") and re.search(r"\bgo\s+test\b", cmd):
+        return "go"
+    if path.endswith(".rs") and re.search(r"\bcargo\s+test\b", cmd) and "#[test]" in text:
+        parts = path.split("/")
+        # an integration test target (tests/x.rs, tests/x/main.rs) or a source file; not a module
+        # shared by several targets (tests/common/mod.rs)
+        if parts[0] != "tests" or len(parts) == 2 or parts[-1] == "main.rs":
+            return "cargo"
+    return None
+
+
+def own_tests(kind: str, text: str) -> list[str]:
+    if kind in ("pytest", "unittest"):
+        return re.findall(r"^\s*(?:async\s+)?def (test\w*)\(", text, re.M)
+    if kind == "go":
+        return re.findall(r"^func (Test\w+)\(", text, re.M)
+    if kind == "cargo":
+        return re.findall(r"#\[test\]\s*(?:#\[[^\]]*\]\s*)*(?:async\s+)?fn (\w+)", text)
+    return [m[1] for m in re.findall(r"\b(?:test|it)\s*\(\s*(['\"`])((?:(?!\1).)+)\1", text)]
+
+
+def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) -> CanaryPlan | None:
+    """The canaries for one grading: ``sources`` are the hidden test files as installed (path ->
+    text). ``rng``: the grader's own by default (``secrets``); a test may pass a seeded one."""
+    if task.tests.log_parser in ("pro", "r2e"):
+        return None
+    rng = rng or random.Random(secrets.randbits(128))
+    allow_fail = not stops_at_first_failure(task.tests.test_command)
+    out = CanaryPlan()
+    for path in sorted(sources)[:MAX_HOSTS * 4]:
+        text = sources[path]
+        kind = kind_of(task, path, text)
+        if kind is None:
+            continue
+        existing = own_tests(kind, text)
+        taken = set(re.findall(r"[A-Za-z_]\w*", text)) | set(existing)
+        fails = [True, False] + [rng.random() < 0.5 for _ in range(rng.randint(0, 2))]
+        fails = [f for f in fails if allow_fail or not f] or [False]
+        rng.shuffle(fails)
+        canaries = []
+        for must_fail in fails:
+            name = _name(kind, existing, taken, rng)
+            taken.add(name)
+            canaries.append(Canary(name, must_fail, path, title=kind in ("node", "jest", "mocha")))
+        target, head = path, ""
+        if kind == "go" and not go_imports_testing(text):
+            # a helper file without ``testing``: the canaries get a file of their own in its package
+            pkg = re.search(r"^package\s+(\w+)", text, re.M)
+            if pkg is None:
+                continue
+            target = str(PurePosixPath(path).parent / f"{'_'.join(_words([canaries[0].name])[:2]) or 'extra'}_test.go")
+            if target in sources or target in out.appends:
+                continue
+            head = f"package {pkg.group(1)}\n\nimport \"testing\"\n"
+        out.appends[target] = head + WRITERS[kind](text, canaries, rng, taken)
+        out.canaries += canaries
+        out.host_tests[path] = existing
+        if len(out.appends) == MAX_HOSTS:
+            break
+    return out if out.canaries else None
