@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ha_agents.episode import make_agent
+from ha_agents.llm.registry import make_model
 from ha_agents.llm.fake_server import FakeOpenAIServer
 from ha_agents.llm.options import ModelOptions
 from ha_cli.main import main
@@ -46,7 +46,7 @@ def test_replay_draws_a_recorded_run_per_member(tmp_path):
     path = tmp_path / "trajectories.jsonl"
     path.write_text("".join(json.dumps({"instance_id": "t", "run": k, "messages": [
         {"role": "assistant", "content": f"run {k}"}]}) + "\n" for k in (1, 2, 3)))
-    agent = make_agent(f"replay:{path}")
+    agent = make_model(f"replay:{path}")
 
     def first(seed):
         agent.start_instance("t")
@@ -63,12 +63,12 @@ def test_hf_models_sample_with_top_p(tmp_path):
 
     model = init_model(tmp_path / "m", "qwen", hidden=32, layers=1, heads=2, vocab_size=500)
     msgs = [{"role": "user", "content": "fix the bug"}]
-    greedy = make_agent(f"hf:{model}", ModelOptions(max_tokens=12)).complete(msgs, [], seed=1)
-    nucleus = make_agent(f"hf:{model}", ModelOptions(temperature=1.0, top_p=1e-9, max_tokens=12))
+    greedy = make_model(f"hf:{model}", ModelOptions(max_tokens=12)).complete(msgs, [], seed=1)
+    nucleus = make_model(f"hf:{model}", ModelOptions(temperature=1.0, top_p=1e-9, max_tokens=12))
     assert nucleus.top_p == 1e-9
     # a nucleus this small keeps only the most likely token: sampling at temperature 1 is greedy
     assert [nucleus.complete(msgs, [], seed=s).token_ids for s in (1, 2)] == [greedy.token_ids] * 2
-    wide = make_agent(f"hf:{model}", ModelOptions(temperature=1.0, max_tokens=12))
+    wide = make_model(f"hf:{model}", ModelOptions(temperature=1.0, max_tokens=12))
     assert len({tuple(wide.complete(msgs, [], seed=s).token_ids) for s in range(4)}) > 1
 
 

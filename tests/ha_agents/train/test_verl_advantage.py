@@ -6,14 +6,13 @@ estimator reaches verl's Ray workers through the setup hook ``ha train --backend
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from ha_agents.train.base import BatchPolicy, prepare_batch
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REWARDS = [1.0, 1.0, 0.0, 1.0]
 TERMINATIONS = ["submitted", "submitted", "submitted", "max_turns"]
 
