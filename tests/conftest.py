@@ -29,6 +29,17 @@ def require_bwrap() -> None:
         pytest.skip("bubblewrap not installed")
 
 
+def require_tool(name: str) -> None:
+    """A toolchain a test runs for real (``node``, ``go``): in CI, where .ci/run installs it, its
+    absence is a failure, not a skip."""
+    import shutil
+
+    if shutil.which(name) is None:
+        if IN_CI:
+            pytest.fail(f"{name} is not installed but CI is set: .ci/run must install it")
+        pytest.skip(f"{name} not installed")
+
+
 def _git_diff(base: Path, edit) -> str:
     subprocess.run(["git", "init", "-q"], cwd=base, check=True)
     subprocess.run(["git", "add", "-A"], cwd=base, check=True)

@@ -44,6 +44,7 @@ class _Deciding:
         self._task, self._info, self._plan, self._n = task, info, None, 0
 
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        """The episode's calls (each fixture's rule); subclasses implement it."""
         raise NotImplementedError
 
     def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:

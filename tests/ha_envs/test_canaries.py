@@ -260,10 +260,9 @@ def _with_command(iid: str, command: str) -> Task:
     "describe('sums', () => {\n  it('adds small numbers', () => {\n    if (1 + 1 !== 2) throw new Error('no');\n  });\n});\n",
 ], ids=["esm-own-bindings", "cjs-without-assert"])
 def test_node_canaries_run_under_node_test(tmp_path, src):
-    import shutil
+    from tests.conftest import require_tool
 
-    if shutil.which("node") is None:
-        pytest.skip("node not installed")
+    require_tool("node")
     task = _with_command("mini__js_template", "node --test --test-reporter=tap test/")
     ext = ".mjs" if src.startswith("import") else ".js"
     plan = canaries.plan(task, {f"test/sums.test{ext}": src}, random.Random(9))
@@ -277,10 +276,9 @@ def test_node_canaries_run_under_node_test(tmp_path, src):
 
 
 def test_go_canaries_get_their_own_file_beside_a_helper_without_testing(tmp_path):
-    import shutil
+    from tests.conftest import require_tool
 
-    if shutil.which("go") is None:
-        pytest.skip("go not installed")
+    require_tool("go")
     task = _with_command("mini__go_ledger", "go test -v -count=1 ./...")
     helper = "package calc\n\nvar fixture = []int{1, 2}\n"
     plan = canaries.plan(task, {"calc/helpers_test.go": helper}, random.Random(4))
