@@ -169,7 +169,8 @@ def parse_go_test(log: str) -> dict[str, str]:
     return out
 
 
-_CARGO_LINE = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored|failed)")
+CARGO_LINE = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored|failed)\b")
+"""One test's result line of ``cargo test`` (the parser's and the runner guard's)."""
 
 
 @register("cargo_test")
@@ -177,7 +178,7 @@ def parse_cargo_test(log: str) -> dict[str, str]:
     """``cargo test``: ``test path::name ... ok``; ignored tests are SKIPPED."""
     out: dict[str, str] = {}
     for line in log.splitlines():
-        m = _CARGO_LINE.match(line.strip())
+        m = CARGO_LINE.match(line.strip())
         if m:
             status = {"ok": PASSED, "FAILED": FAILED, "failed": FAILED, "ignored": SKIPPED}[m.group(2)]
             _put(out, m.group(1), status)

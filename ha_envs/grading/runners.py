@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol
 
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
-from .log_parsers import FAILED, PASSED
+from .log_parsers import CARGO_LINE, FAILED, PASSED
 
 GUARD_DIR = Path(__file__).parent / "guards"
 
@@ -252,7 +252,6 @@ class GoGuard:
         return reasons
 
 
-_CARGO_RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored|failed)\b")
 _CARGO_RUNNING = re.compile(r"^running (\d+) tests?$")
 _CARGO_SUMMARY = re.compile(r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored")
 
@@ -279,7 +278,7 @@ class CargoGuard:
                     reasons.append("a test binary stopped before its summary, yet the command exited 0")
                 expected, got = int(m.group(1)), {"ok": 0, "FAILED": 0, "ignored": 0}
                 continue
-            m = _CARGO_RESULT.match(line)
+            m = CARGO_LINE.match(line)
             if m:
                 if expected is None:
                     reasons.append(f"result line for {m.group(1)} outside any test binary's run")
