@@ -38,8 +38,15 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--context-tokens", type=int, default=65536, help="token budget of an episode")
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--warm-start", type=int, default=0, metavar="EPOCHS",
-                   help="local: first fine-tune on oracle demonstrations of the tasks for EPOCHS epochs")
+                   help="local: first fine-tune for EPOCHS epochs on two demonstrations per task, recorded through "
+                        "the env and grader: the oracle's fix and a give-up (the null policy)")
     p.add_argument("--warm-start-lr", type=float, default=3e-3)
+    p.add_argument("--warm-start-harness", default=None, metavar="HARNESS",
+                   help="record the demonstrations under this harness (default: --harness); e.g. train-edit's edit "
+                        "tool for a run that starts on train-h0, so the policy expects a tool evolution must add")
+    p.add_argument("--freeze-policy", action="store_true",
+                   help="roll out and measure every update, never change the weights: with --evolve, the "
+                        "'evolution with the policy frozen' arm of the paper's ablation")
     p.add_argument("--pool-k", type=int, default=0, metavar="K",
                    help="drop tasks the initial policy solves in all K samples (counted as preparation rollouts)")
     p.add_argument("--exclude-benchmark", choices=["verified", "multilingual", "pro"], default=None,
@@ -55,7 +62,8 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     e.add_argument("--evolve", action="store_true", help="at the start of every epoch (--evolve-every updates) evolve "
                    "the harness under the dual-rate gate against the policy being trained, then train on it frozen")
     e.add_argument("--evolve-every", type=int, default=5, metavar="N", help="updates per epoch (default 5)")
-    e.add_argument("--evolve-rounds", type=int, default=1, help="rounds per evolution (the paper: 5)")
+    e.add_argument("--evolve-rounds", type=int, default=5,
+                   help="rounds per evolution at most (the paper's 5); fewer when the proposer has nothing new")
     e.add_argument("--evolve-group-size", type=int, default=4)
     e.add_argument("--evolve-candidates", type=int, default=1)
     e.add_argument("--proposer", default="rule", help="rule | llm | cli (as ha evolve run)")
@@ -102,6 +110,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.backend == "verl":
         if args.evolve:
             raise ValueError(VERL_EVOLVE)
+        if args.freeze_policy:
+            raise ValueError("--freeze-policy is a local-backend measurement (rollouts without updates); with verl, "
+                             "evaluate the model with ha eval instead")
         from ha_agents.train.verl_launch import launch
 
         return launch(args, tasks, spec, out)
@@ -144,7 +155,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.warm_start and not args.resume:
         from ha_agents.train.recipes import warm_start
 
-        ws = warm_start(trainer, tasks, out, harness=spec, epochs=args.warm_start, lr=args.warm_start_lr)
+        demo_spec = resolve_harness(args.warm_start_harness) if args.warm_start_harness else spec
+        ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr)
         print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations, {ws['tokens']} tokens, "
               f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
     tb = _tensorboard(out)
@@ -166,7 +178,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, harness=spec,
         sandbox=args.sandbox, workers=args.workers, seed=args.seed, save_every=args.save_every,
         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
-        progress=not args.no_progress, evolve_every=args.evolve_every if args.evolve else 0), out,
+        progress=not args.no_progress, evolve_every=args.evolve_every if args.evolve else 0,
+        freeze_policy=args.freeze_policy), out,
         resume=args.resume, ledger=ledger, on_update=report_update, evolve=evolve)
     if tb is not None:
         tb.close()
@@ -175,7 +188,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(fault_summary(records_under(out / "rollouts")), end="", file=sys.stderr)
     print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
           f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
-          f"--harness {args.harness})")
+          f"--harness {out / 'checkpoint' / 'harness.yaml'})")
     return 0
 
 
@@ -190,7 +203,7 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
     proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
 
     def evolve(epoch: int, spec: Any, trainer: Any) -> tuple[Any, int]:
-        evo = Evolution(out / "evolve", tasks[: args.tasks_per_update], trainer.client(), spec, proposer,
+        evo = Evolution(out / "evolve", tasks, trainer.client(), spec, proposer,
                         EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
                                      candidates=args.evolve_candidates, epoch=epoch, sandbox=args.sandbox,
                                      workers=args.workers, seed=args.seed),

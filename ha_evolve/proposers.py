@@ -100,31 +100,58 @@ def _named(spec: HarnessSpec, parent: HarnessSpec, how: str) -> HarnessSpec:
 class Mutation:
     why: Callable[[TrajectoryStats], str | None]
     """The evidence for it in the statistics (None: it does not apply)."""
-    apply: Callable[[HarnessSpec], HarnessSpec | None]
+    apply: Callable[[HarnessSpec, TrajectoryStats], HarnessSpec | None]
+    """The change to the current spec (None: nothing to change), given the same statistics."""
 
 
-def _add_hook(name: str, **params: Any) -> Callable[[HarnessSpec], HarnessSpec | None]:
-    def apply(spec: HarnessSpec) -> HarnessSpec | None:
+Apply = Callable[[HarnessSpec, TrajectoryStats], "HarnessSpec | None"]
+
+
+def _add_hook(name: str, **params: Any) -> Apply:
+    def apply(spec: HarnessSpec, st: TrajectoryStats) -> HarnessSpec | None:
         if name in spec.hook_names:
             return None
         return replace(spec, hooks=spec.hooks + (Component(name, dict(params)),))
     return apply
 
 
-def _add_tools(*names: str) -> Callable[[HarnessSpec], HarnessSpec | None]:
-    def apply(spec: HarnessSpec) -> HarnessSpec | None:
-        new = [n for n in names if n not in spec.tool_names]
-        if not new:
-            return None
-        tools = list(spec.tools)
-        at = next((i for i, c in enumerate(tools) if c.name == "submit"), len(tools))
-        tools[at:at] = [Component(n) for n in new]
-        return replace(spec, tools=tuple(tools))
+def _with_tools(spec: HarnessSpec, names: list[str]) -> HarnessSpec | None:
+    new = [n for n in names if n not in spec.tool_names]
+    if not new:
+        return None
+    tools = list(spec.tools)
+    at = next((i for i, c in enumerate(tools) if c.name == "submit"), len(tools))
+    tools[at:at] = [Component(n) for n in new]
+    return replace(spec, tools=tuple(tools))
+
+
+def _add_tools(*names: str) -> Apply:
+    def apply(spec: HarnessSpec, st: TrajectoryStats) -> HarnessSpec | None:
+        return _with_tools(spec, list(names))
     return apply
 
 
-def _retune(hook: str, key: str, scale: float) -> Callable[[HarnessSpec], HarnessSpec | None]:
-    def apply(spec: HarnessSpec) -> HarnessSpec | None:
+def _called_but_missing(spec: HarnessSpec, st: TrajectoryStats) -> list[str]:
+    """Catalogue tools the policy called that ``spec`` lacks, most called first (a name outside the
+    catalogue is the policy's invention: nothing to add)."""
+    return [n for n, _ in sorted(st.unknown_tools.items(), key=lambda kv: (-kv[1], kv[0]))
+            if n in TOOLS and n not in spec.tool_names]
+
+
+def _missing_tools_evidence(st: TrajectoryStats) -> str | None:
+    known = {n: c for n, c in st.unknown_tools.items() if n in TOOLS}
+    if not known or sum(known.values()) < max(1.0, 0.2 * st.n):
+        return None
+    calls = ", ".join(f"{n} ({c}x)" for n, c in sorted(known.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"the policy called tools this harness lacks: {calls} over {st.n} trajectories: offer them"
+
+
+def _add_missing_tools(spec: HarnessSpec, st: TrajectoryStats) -> HarnessSpec | None:
+    return _with_tools(spec, _called_but_missing(spec, st))
+
+
+def _retune(hook: str, key: str, scale: float) -> Apply:
+    def apply(spec: HarnessSpec, st: TrajectoryStats) -> HarnessSpec | None:
         hooks = list(spec.hooks)
         for i, c in enumerate(hooks):
             if c.name == hook and c.define is None:
@@ -147,6 +174,7 @@ def _when(field_name: str, threshold: float, text: str, below: bool = False) -> 
 
 
 RULES: tuple[Mutation, ...] = (
+    Mutation(_missing_tools_evidence, _add_missing_tools),
     Mutation(_when("test_runs_per_traj", 1.0, "only {v:.2f} test runs per trajectory: add a test runner and a quick check",
                    below=True),
              _add_tools("run_tests", "run_check")),
@@ -182,7 +210,7 @@ class RuleMutator:
             why = rule.why(stats)
             if why is None:
                 continue
-            cand = rule.apply(current)
+            cand = rule.apply(current, stats)
             if cand is None:
                 continue
             try:

@@ -6,13 +6,15 @@ Both read trajectory records (the lines of ``trajectories.jsonl``), never the sa
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, field
 from statistics import mean
 from typing import Any, Iterable
 
 from ha_agents.records.episode_record import classify
 
 LONG_OUTPUT_CHARS = 4000
+_UNKNOWN_TOOL = re.compile(r"There is no tool `([^`]{1,80})`")  # the UnknownTool format error's text
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class TrajectoryStats:
     masked: float
     hook_firings: dict[str, int]
     tool_use: dict[str, int]
+    unknown_tools: dict[str, int] = field(default_factory=dict)
+    """Calls to a tool the harness does not offer, by the name the policy wrote (format errors of
+    kind ``unknown_tool``): a policy that expects a tool the harness lacks."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,14 +55,20 @@ def trajectory_stats(records: Iterable[dict[str, Any]]) -> TrajectoryStats:
     recs = list(records)
     n = len(recs)
     if n == 0:
-        return TrajectoryStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {}, {})
+        return TrajectoryStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {}, {}, {})
     hooks: dict[str, int] = {}
     tools: dict[str, int] = {}
+    unknown: dict[str, int] = {}
     for r in recs:
         for name, fired in (r.get("hooks") or {}).items():
             hooks[name] = hooks.get(name, 0) + int(fired.get("count", 0))
         for name, count in (r.get("tool_counts") or {}).items():
             tools[name] = tools.get(name, 0) + int(count)
+        for m in r.get("messages", []):
+            if m.get("error_kind") == "unknown_tool":
+                hit = _UNKNOWN_TOOL.search(str(m.get("content", "")))
+                if hit:
+                    unknown[hit.group(1)] = unknown.get(hit.group(1), 0) + 1
 
     def untested(r: dict[str, Any]) -> bool:
         if r.get("termination") not in ("submitted", "verdict_tampered"):
@@ -90,7 +101,7 @@ def trajectory_stats(records: Iterable[dict[str, Any]]) -> TrajectoryStats:
         repeated_actions_per_traj=mean(float(repeats(r)) for r in recs),
         never_edited=mean(float(int(r.get("edits", 0)) == 0 and not (r.get("patch") or "").strip()) for r in recs),
         masked=mean(float(classify(r).masked) for r in recs),
-        hook_firings=hooks, tool_use=tools,
+        hook_firings=hooks, tool_use=tools, unknown_tools=unknown,
     )
 
 

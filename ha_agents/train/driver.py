@@ -61,6 +61,9 @@ class TrainConfig:
     start of every epoch (epoch -> evolve -> train -> next epoch), frozen for its updates; 0: never."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    freeze_policy: bool = False
+    """Roll out and measure every update but never change the weights: the "evolution with the
+    policy frozen" arm of the paper's ablation (with ``evolve``), measured exactly as training is."""
 
 
 class TaskSampler:
@@ -182,7 +185,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         report = rates([Rollout.from_record(r) for r in records])
         batch = prepare_batch(records, config.batch)
         t1 = time.monotonic()
-        upd = trainer.update(batch.samples) if batch.samples else {"skipped": 1.0}
+        upd = trainer.update(batch.samples) if batch.samples and not config.freeze_policy else {"skipped": 1.0}
         update_s = time.monotonic() - t1
         row = {"update": u, "harness": spec.name, "harness_hash": spec.hash, "tasks": len(batch_tasks),
                "rollouts": len(records),
@@ -202,6 +205,9 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
                                   "harness": spec.to_dict(), "evolved_epoch": evolved})
         if on_update:
             on_update(row)
+    if start > config.updates and not ckpt.exists():  # no update (--updates 0): keep the model as it is now
+        _save(trainer, ckpt, {"next_update": start, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
+                              "harness": spec.to_dict(), "evolved_epoch": evolved})
     if history:
         plot(history, out / "training.png")
     return history
@@ -212,6 +218,8 @@ def _save(trainer: Trainer, ckpt: Path, state: dict[str, Any]) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     trainer.save(tmp)
     (tmp / "driver.json").write_text(json.dumps(state, indent=1))
+    if state.get("harness"):  # the run's deliverable is a model-harness pair: the harness as a spec file
+        HarnessSpec.from_dict(state["harness"]).save(tmp / "harness.yaml")
     old = ckpt.with_name(ckpt.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if ckpt.exists():

@@ -236,3 +236,27 @@ def test_a_crash_mid_round_resumes_without_repeating_rollouts(tmp_path, sensitiv
     assert current_log.read_text() == before  # the current side was not run again
     (p,) = [r for r in evo.log.records if r.get("kind") == "proposal"]
     assert p["rollouts"]["current"] == 2 and p["rollouts"]["candidate"] == 2
+
+
+def test_a_tool_the_policy_calls_but_the_harness_lacks_is_proposed_first():
+    """A policy that expects ``edit_file`` (as one warm-started on train-edit does) under train-h0:
+    each call is an unknown-tool format error in the record; the rule mutator reads those real
+    records and offers exactly the tool, ahead of every other rule; a name outside the catalogue is
+    never proposed."""
+    from ha_agents.episode import run_episode
+    from ha_agents.llm.policies import ScriptedPolicy
+    from ha_envs.actions import ToolCall
+
+    task = SUITE["mini__invoice_rounding"]
+    calls = [ToolCall("edit_file", {"path": "x.py", "old_str": "a", "new_str": "b"}), ToolCall("submit", {})]
+    recs = [run_episode(task, ScriptedPolicy(calls), "train-h0", seed=k) for k in (1, 2)]
+    assert all(not r["resolved"] for r in recs)
+    st = trajectory_stats(recs)
+    assert st.unknown_tools == {"edit_file": 2}
+    p = RuleMutator().propose(load_spec("train-h0"), recs, set())
+    assert p.candidate is not None and p.candidate.tool_names == ["bash", "edit_file", "submit"]
+    assert "edit_file (2x)" in p.diagnosis and p.candidate.parser == load_spec("train-h0").parser
+    invented = [run_episode(task, ScriptedPolicy([ToolCall("teleport", {}), ToolCall("submit", {})]), "train-h0", seed=1)]
+    assert trajectory_stats(invented).unknown_tools == {"teleport": 1}
+    q = RuleMutator().propose(load_spec("train-h0"), invented, set())
+    assert q.candidate is None or "teleport" not in q.candidate.tool_names
