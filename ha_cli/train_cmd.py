@@ -42,8 +42,9 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
                         "the env and grader: the oracle's fix and a give-up (the null policy)")
     p.add_argument("--warm-start-lr", type=float, default=3e-3)
     p.add_argument("--warm-start-harness", default=None, metavar="HARNESS",
-                   help="record the demonstrations under this harness (default: --harness); e.g. train-edit's edit "
-                        "tool for a run that starts on train-h0, so the policy expects a tool evolution must add")
+                   help="record the demonstrations under this harness (default: --harness), and under --harness the "
+                        "give-up and the same calls (the policy's habits): a tool HARNESS has and --harness lacks "
+                        "fails there as an unknown tool, until evolution adds it")
     p.add_argument("--freeze-policy", action="store_true",
                    help="roll out and measure every update, never change the weights: with --evolve, the "
                         "'evolution with the policy frozen' arm of the paper's ablation")
@@ -156,8 +157,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         from ha_agents.train.recipes import warm_start
 
         demo_spec = resolve_harness(args.warm_start_harness) if args.warm_start_harness else spec
-        ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr)
-        print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations, {ws['tokens']} tokens, "
+        ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr,
+                        habit_harness=spec if demo_spec.hash != spec.hash else None)
+        print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved "
+              f"({ws['unknown_tool_calls']} calls to tools the harness lacks), {ws['tokens']} tokens, "
               f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
     tb = _tensorboard(out)
 

@@ -115,7 +115,7 @@ def _add_hook(name: str, **params: Any) -> Apply:
     return apply
 
 
-def _with_tools(spec: HarnessSpec, names: list[str]) -> HarnessSpec | None:
+def with_tools(spec: HarnessSpec, names: list[str]) -> HarnessSpec | None:
     new = [n for n in names if n not in spec.tool_names]
     if not new:
         return None
@@ -127,7 +127,7 @@ def _with_tools(spec: HarnessSpec, names: list[str]) -> HarnessSpec | None:
 
 def _add_tools(*names: str) -> Apply:
     def apply(spec: HarnessSpec, st: TrajectoryStats) -> HarnessSpec | None:
-        return _with_tools(spec, list(names))
+        return with_tools(spec, list(names))
     return apply
 
 
@@ -147,7 +147,7 @@ def _missing_tools_evidence(st: TrajectoryStats) -> str | None:
 
 
 def _add_missing_tools(spec: HarnessSpec, st: TrajectoryStats) -> HarnessSpec | None:
-    return _with_tools(spec, _called_but_missing(spec, st))
+    return with_tools(spec, _called_but_missing(spec, st))
 
 
 def _retune(hook: str, key: str, scale: float) -> Apply:

@@ -86,7 +86,7 @@ class OraclePolicy(ScriptedPolicy):
         if not task.gold_patch.strip():
             raise ValueError(f"task {task.instance_id} has no gold patch")
         names = _tool_names(info) or {"bash", "submit"}
-        editor = "edit_file" if {"edit_file", "create_file"} <= names else (
+        editor = "edit_file" if "edit_file" in names else (
             "str_replace_editor" if "str_replace_editor" in names else None)
         calls: list[ToolCall] = []
         edits = None
@@ -95,6 +95,8 @@ class OraclePolicy(ScriptedPolicy):
                 edits = patch_to_edits(task.gold_patch, lambda path: self.read_base(task, path))
             except PatchEditError:
                 edits = None  # binary or exotic hunks: fall back to git apply through bash
+            if editor == "edit_file" and edits and "create_file" not in names and any(e.kind == "create" for e in edits):
+                edits = None  # a new file and no create_file: the whole patch through bash
         if edits is not None:
             for e in edits:
                 if e.kind == "delete":

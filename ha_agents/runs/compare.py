@@ -5,6 +5,12 @@ averaged over the instances both runs evaluated, pooled across benchmarks with e
 weighted by its task count (equivalently: every instance weighs the same). The 95% confidence
 interval is a percentile bootstrap over instances, resampled within each benchmark (stratified),
 with a fixed seed so the report is reproducible.
+
+Replicates: either side may be several runs (``DIR1,DIR2,DIR3``: independent repeats of the whole
+protocol, e.g. one training run per seed, each evaluated with its own seeds), paired by position
+with the other side's (the i-th of A with the i-th of B, which share a seed). The unit is then an
+(instance, replicate) pair: the interval reflects the spread between replicates as well as between
+instances.
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ class Comparison:
             name = "**pooled**" if r is self.pooled else r.benchmark
             lines.append(f"| {name} | {r.n} | {100 * r.a:.1f} | {100 * r.b:.1f} | {100 * r.diff:+.1f} | "
                          f"[{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}] |")
-        notes = [f"{self.samples} bootstrap samples (seed {self.seed}), resampling instances within each benchmark."]
+        unit = "(instance, replicate) pairs" if "," in self.run_a else "instances"
+        notes = [f"{self.samples} bootstrap samples (seed {self.seed}), resampling {unit} within each benchmark."]
         if self.only_in_a or self.only_in_b:
             notes.append(f"Not paired (left out): {len(self.only_in_a)} instances only in A, {len(self.only_in_b)} only in B.")
         return "\n".join(lines + [""] + notes)
@@ -71,12 +78,29 @@ def load_run(run_dir: str | Path) -> dict[str, tuple[str, float]]:
     return {i: (bench[i], sum(v) / len(v)) for i, v in outcomes.items()}
 
 
-def compare(run_a: str | Path, run_b: str | Path, samples: int = 10000, seed: int = 0) -> Comparison:
-    a, b = load_run(run_a), load_run(run_b)
+def load_runs(runs: str | Path | list[str | Path]) -> dict[str, tuple[str, float]]:
+    """One run (a directory), or replicates (a list, or ``DIR1,DIR2``): units keyed
+    ``instance#r<k>`` for the k-th replicate (1-based)."""
+    dirs = [d for d in (str(runs).split(",") if isinstance(runs, (str, Path)) else [str(r) for r in runs]) if d]
+    if len(dirs) == 1:
+        return load_run(dirs[0])
+    return {f"{i}#r{k}": v for k, d in enumerate(dirs, 1) for i, v in load_run(d).items()}
+
+
+def _count(runs: str | Path | list[str | Path]) -> int:
+    return len([d for d in (str(runs).split(",") if isinstance(runs, (str, Path)) else runs) if d])
+
+
+def compare(run_a: str | Path | list[str | Path], run_b: str | Path | list[str | Path], samples: int = 10000,
+            seed: int = 0) -> Comparison:
+    if _count(run_a) != _count(run_b):
+        raise ValueError(f"replicates pair by position: A has {_count(run_a)} run(s), B has {_count(run_b)}")
+    a, b = load_runs(run_a), load_runs(run_b)
     common = sorted(set(a) & set(b))
     if not common:
         raise ValueError(f"{run_a} and {run_b} share no instance; nothing to pair")
-    cmp = Comparison(str(run_a), str(run_b), only_in_a=sorted(set(a) - set(b)), only_in_b=sorted(set(b) - set(a)),
+    name = lambda r: r if isinstance(r, (str, Path)) else ",".join(str(x) for x in r)  # noqa: E731
+    cmp = Comparison(str(name(run_a)), str(name(run_b)), only_in_a=sorted(set(a) - set(b)), only_in_b=sorted(set(b) - set(a)),
                      samples=samples, seed=seed)
     groups: dict[str, list[tuple[float, float]]] = {}
     for i in common:

@@ -55,11 +55,11 @@ class TokenizingClient:
 
 
 def demonstrations(tasks: list[Task], token_mode: TokenMode, out: str | Path, harness: Any = "h0",
-                   policy: str = "oracle", **kw: Any) -> list[dict[str, Any]]:
-    """One episode of ``policy`` per task, one at a time (a scripted policy keeps per-episode
-    state, so its client cannot be shared by concurrent episodes)."""
+                   policy: Any = "oracle", **kw: Any) -> list[dict[str, Any]]:
+    """One episode of ``policy`` (a name, or a policy object) per task, one at a time (a scripted
+    policy keeps per-episode state, so its client cannot be shared by concurrent episodes)."""
     template, tok = token_mode.resolve()
-    client = TokenizingClient(PolicyClient(make_policy(policy)), tok, template.eos)
+    client = TokenizingClient(PolicyClient(make_policy(policy) if isinstance(policy, str) else policy), tok, template.eos)
     config = replace(EpisodeConfig.of(harness), token_mode=token_mode, **kw)
     records = collect(tasks, 1, client, config, out=out, workers=1, progress_bar=False)
     for r in records:

@@ -67,6 +67,25 @@ def test_compare_identical_runs_is_zero_with_a_zero_ci(tmp_path, capsys):
         compare(fake_run(tmp_path / "C", {"z": ("mini", [True])}), tmp_path / "A")
 
 
+def test_compare_replicates_pair_by_position_through_the_cli(tmp_path, capsys):
+    """Seeds as replicates: A1,A2 vs B1,B2 pairs replicate k with replicate k, one unit per
+    (instance, replicate); the CI widens with the spread between replicates; unequal counts refuse."""
+    inst = [f"t{i}" for i in range(4)]
+    a1 = fake_run(tmp_path / "A1", {i: ("mini", [False] * 4) for i in inst})
+    a2 = fake_run(tmp_path / "A2", {i: ("mini", [False] * 4) for i in inst})
+    b1 = fake_run(tmp_path / "B1", {i: ("mini", [True] * 4) for i in inst})       # replicate 1: +100 points
+    b2 = fake_run(tmp_path / "B2", {i: ("mini", [False] * 4) for i in inst})      # replicate 2: no gain
+    assert main(["compare", f"{a1},{a2}", f"{b1},{b2}", "--json", "--samples", "2000"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["pooled"]["n"] == 8 and data["pooled"]["diff"] == pytest.approx(0.5)
+    assert 0 < data["pooled"]["ci_low"] < 0.5 < data["pooled"]["ci_high"] < 1.0
+    one = compare(a1, b1, samples=2000)
+    assert one.pooled.n == 4 and one.pooled.ci_low == one.pooled.ci_high == 1.0  # one replicate hides the spread
+    assert "(instance, replicate) pairs" in compare(f"{a1},{a2}", [b1, b2], samples=500).markdown()
+    with pytest.raises(ValueError, match="pair by position"):
+        compare(f"{a1},{a2}", b1)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("show") / "run"
