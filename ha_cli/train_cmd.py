@@ -114,6 +114,17 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.freeze_policy:
             raise ValueError("--freeze-policy is a local-backend measurement (rollouts without updates); with verl, "
                              "evaluate the model with ha eval instead")
+        if args.pool_k:
+            raise ValueError("--pool-k samples the initial policy, which --backend verl does not run here: build the "
+                             "pool with ha eval (or --backend local) and pass the kept tasks with --instances")
+        if args.exclude_benchmark:  # the same refusal as the local backend's, before anything is written
+            from ha_agents.train import build_pool
+            from ha_envs.swe_datasets import load_benchmark
+
+            report = build_pool(tasks, evaluation=load_benchmark(args.exclude_benchmark))
+            print(f"task pool: {len(report.tasks)} of {len(tasks)} (none is a {args.exclude_benchmark} instance; "
+                  f"repositories shared with it: {len(report.repo_overlap)})", file=sys.stderr)
+            tasks = report.tasks
         from ha_agents.train.verl_launch import launch
 
         return launch(args, tasks, spec, out)

@@ -11,7 +11,8 @@ written to ``<out>/verl/``, then ``python -m verl.trainer.main_ppo`` launched wi
   there and never evaluated);
 - ``overrides.txt``: the Hydra overrides of the paper's setting (GRPO without std normalisation,
   rollout n=4, 46 tasks per update, lr 1e-6 constant, no KL, no entropy, token-mean loss, 64K
-  context, 60 turns), then the user's ``--override`` values. The advantage estimator is
+  context, 60 turns), a checkpoint every ``--save-every`` updates (verl's own default saves none),
+  then the user's ``--override`` values. The advantage estimator is
   ``verl_advantage``'s (the group baseline over the rollouts that carry a gradient, as the local
   backend's), registered in verl's Ray workers by a setup hook.
 
@@ -71,7 +72,7 @@ def paper_overrides(model: str, train_file: Path, loop_yaml: Path, out: Path, up
                     group_size: int = 4, lr: float = 1e-6, context: int = 65536, prompt_length: int = 16384,
                     engine: str = "vllm", gpus_per_node: int = 8, nnodes: int = 1, norm_std: bool = False,
                     loss_agg: str = "token-mean", kl_coef: float = 0.0, entropy_coef: float = 0.0,
-                    temperature: float = 1.0, val_file: Path | None = None) -> list[str]:
+                    temperature: float = 1.0, val_file: Path | None = None, save_every: int = 1) -> list[str]:
     from .verl_advantage import NAME, SETUP_HOOK
 
     if prompt_length >= context:
@@ -109,6 +110,7 @@ def paper_overrides(model: str, train_file: Path, loop_yaml: Path, out: Path, up
         f"trainer.n_gpus_per_node={gpus_per_node}",
         f"trainer.nnodes={nnodes}",
         f"trainer.default_local_dir={out / 'checkpoints'}",
+        f"trainer.save_freq={max(1, save_every)}",  # verl's default (-1) saves nothing: the trained weights would be lost
         "trainer.project_name=harnessadapt",
         f"trainer.experiment_name={out.name}",
         "trainer.logger=[console]",
@@ -150,7 +152,8 @@ def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: 
                                 args.lr, args.context_tokens, engine=args.rollout_engine,
                                 gpus_per_node=args.gpus_per_node, nnodes=args.nnodes, norm_std=args.norm_adv_by_std,
                                 loss_agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef,
-                                temperature=args.temperature, val_file=val_file) + list(args.override)
+                                temperature=args.temperature, val_file=val_file,
+                                save_every=args.save_every) + list(args.override)
     (d / "overrides.txt").write_text("\n".join(overrides) + "\n")
     if len(tasks) < args.tasks_per_update:
         print(f"warning: {args.tasks_per_update} tasks per update but the dataset has {len(tasks)}: verl's loader "

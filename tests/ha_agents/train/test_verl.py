@@ -237,7 +237,8 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
                  "actor_rollout_ref.rollout.n=4", "data.train_batch_size=46", "actor_rollout_ref.actor.optim.lr=1e-06",
                  "actor_rollout_ref.actor.optim.lr_scheduler_type=constant", "actor_rollout_ref.actor.use_kl_loss=false",
                  "actor_rollout_ref.actor.entropy_coeff=0.0", "actor_rollout_ref.actor.loss_agg_mode=token-mean",
-                 "actor_rollout_ref.rollout.max_model_len=65536", "trainer.total_training_steps=7"):
+                 "actor_rollout_ref.rollout.max_model_len=65536", "trainer.total_training_steps=7",
+                 "trainer.save_freq=1"):
         assert want in ov
     import yaml
 
