@@ -69,6 +69,10 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     e.add_argument("--evolve-candidates", type=int, default=1)
     e.add_argument("--proposer", default="rule", help="rule | llm | cli (as ha evolve run)")
     e.add_argument("--teacher", default=None, help="llm proposer: the teacher model (openai:NAME@URL)")
+    e.add_argument("--skill-teacher", default=None, metavar="MODEL",
+                   help="at every epoch's start (with or without --evolve): preparation rollouts, then this model "
+                        "(openai:NAME@URL, ...) writes a screened mechanism-level skill per task, shown to the gate's "
+                        "both sides and to the epoch's GRPO rollouts, never at evaluation (OUT/skills/epoch-N)")
     e.add_argument("--teacher-command", default=None, help="cli proposer: the command run in the work directory")
     v = p.add_argument_group("verl backend")
     v.add_argument("--dry-run", action="store_true", help="verl: write the files and print the command, do not launch")
@@ -111,6 +115,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.backend == "verl":
         if args.evolve:
             raise ValueError(VERL_EVOLVE)
+        if args.skill_teacher:
+            raise ValueError("--skill-teacher runs at the local backend's epoch boundaries; verl's trainer owns its "
+                             "loop (see examples/verl-swebench-verified for epochs around it)")
         if args.freeze_policy:
             raise ValueError("--freeze-policy is a local-backend measurement (rollouts without updates); with verl, "
                              "evaluate the model with ha eval instead")
@@ -187,12 +194,12 @@ def cmd_train(args: argparse.Namespace) -> int:
                     tb.add_scalar(f"train/{k}", v, row["update"])
             tb.flush()
 
-    evolve = _evolver(args, tasks, out, ledger) if args.evolve else None
+    evolve = _evolver(args, tasks, out, ledger) if args.evolve or args.skill_teacher else None
     history = train(trainer, tasks, TrainConfig(
         updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, harness=spec,
         sandbox=args.sandbox, workers=args.workers, seed=args.seed, save_every=args.save_every,
         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
-        progress=not args.no_progress, evolve_every=args.evolve_every if args.evolve else 0,
+        progress=not args.no_progress, evolve_every=args.evolve_every if evolve is not None else 0,
         freeze_policy=args.freeze_policy), out,
         resume=args.resume, ledger=ledger, on_update=report_update, evolve=evolve)
     if tb is not None:
@@ -207,29 +214,53 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> Any:
-    """The ``evolve`` callback of ``train()``: one ``ha_evolve`` schedule per epoch boundary, against
-    the trainer's current in-process policy, logged under ``OUT/evolve``."""
+    """The epoch-start callback of ``train()``: the skill teacher (``--skill-teacher``) on fresh
+    preparation rollouts, then one ``ha_evolve`` schedule (``--evolve``) against the trainer's
+    current in-process policy with those skills on both sides, logged under ``OUT/evolve``."""
+    from ha_agents.episode import EpisodeConfig
     from ha_evolve.proposers import ProposerOptions, make_proposer
     from ha_evolve.schedule import EvolveConfig, Evolution
 
     if args.evolve_every < 1:
         raise ValueError("--evolve-every must be at least 1")
-    proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
+    proposer = (make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "",
+                                                             command=args.teacher_command or ""))
+                if args.evolve else None)
+    teacher = None
+    if args.skill_teacher:
+        from ha_agents.llm.registry import make_model
+        from ha_evolve.skills import SkillTeacher
 
-    def evolve(epoch: int, spec: Any, trainer: Any) -> tuple[Any, int]:
+        teacher = SkillTeacher(make_model(args.skill_teacher))
+
+    def epoch_start(epoch: int, spec: Any, trainer: Any) -> tuple[Any, int, dict[str, str]]:
+        skills: dict[str, str] = {}
+        if teacher is not None:
+            from ha_evolve.skills import teach_skills
+
+            config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=trainer.token_mode,
+                                          seed=args.seed * 1000 + epoch)
+            skills, prep = teach_skills(teacher, tasks, trainer.client(), config, args.evolve_group_size,
+                                        out / "skills" / f"epoch-{epoch}", workers=args.workers)
+            ledger.add("preparation", len(prep))
+            print(f"epoch {epoch}: {len(skills)} of {len(tasks)} tasks got a skill (screened; reports in "
+                  f"{out / 'skills' / f'epoch-{epoch}' / 'skills.jsonl'})", file=sys.stderr, flush=True)
+        if proposer is None:
+            return spec, 0, skills
         evo = Evolution(out / "evolve", tasks, trainer.client(), spec, proposer,
                         EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
                                      candidates=args.evolve_candidates, epoch=epoch, sandbox=args.sandbox,
                                      workers=args.workers, seed=args.seed),
-                        token_mode=trainer.token_mode, progress=lambda t: print(t, file=sys.stderr, flush=True))
+                        token_mode=trainer.token_mode, skills=skills,
+                        progress=lambda t: print(t, file=sys.stderr, flush=True))
         new = evo.run()
         n = sum(sum((r.get("rollouts") or {}).values()) for r in evo.log.records
                 if r.get("kind") == "proposal" and r.get("epoch") == epoch)
         print(f"epoch {epoch}: harness {spec.name} ({spec.hash}) -> {new.name} ({new.hash}); {n} comparison rollouts",
               file=sys.stderr, flush=True)
-        return new, n
+        return new, n, skills
 
-    return evolve
+    return epoch_start
 
 
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:

@@ -255,6 +255,38 @@ class SkillTeacher:
         return SkillReport(task.instance_id, text, None, self.retries, rejected)
 
 
+def teach_skills(teacher: SkillTeacher, tasks: list[Task], model: Any, config: Any, group_size: int,
+                 out: str | Path, workers: int = 2) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """One epoch's skills, as the method makes them: ``group_size`` preparation rollouts per task
+    of ``model`` under ``config`` (an ``EpisodeConfig``: the current harness, no skill), then the
+    teacher on each task's pair. Returns (instance id -> screened skill, the preparation records);
+    every report, kept or screened out, goes to ``out/skills.jsonl``."""
+    import json
+    from collections import defaultdict
+
+    from ha_agents.runs.rollouts import collect
+
+    out = Path(out)
+    records = collect(tasks, group_size, model, config, out=out / "preparation", workers=workers, progress_bar=False)
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_task[r["instance_id"]].append(r)
+    skills: dict[str, str] = {}
+    with (out / "skills.jsonl").open("a") as fh:
+        for t in tasks:
+            if not by_task.get(t.instance_id):
+                continue
+            try:
+                rep = teacher.teach(t, by_task[t.instance_id])
+            except Exception as exc:  # noqa: BLE001 - a teacher failure leaves the task without a skill
+                rep = SkillReport(t.instance_id, "", None, 0, [[f"the teacher call failed: {exc}"]])
+            if rep.skill:
+                skills[t.instance_id] = rep.skill
+            fh.write(json.dumps({"instance_id": rep.instance_id, "skill": rep.skill, "attempts": rep.attempts,
+                                 "rejected": rep.rejected, "report": rep.report}) + "\n")
+    return skills, records
+
+
 def near_answer_hint(task: Task) -> str:
     """The ablation's leaking form: where the fix goes (files and the names the gold patch touches)."""
     files = sorted({p for s in split_patch(task.gold_patch) for p in section_paths(s)})

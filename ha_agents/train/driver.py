@@ -129,10 +129,12 @@ class RolloutLedger:
 def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | Path, resume: bool = False,
           ledger: RolloutLedger | None = None,
           on_update: Callable[[dict[str, Any]], None] | None = None,
-          evolve: Callable[[int, HarnessSpec, Trainer], tuple[HarnessSpec, int]] | None = None) -> list[dict[str, Any]]:
-    """``evolve(epoch, harness, trainer) -> (harness for the next epoch, comparison rollouts)``: the
-    harness evolution between epochs (``ha train --evolve`` wires ``ha_evolve``'s schedule here);
-    its rollouts count as ``comparison`` in the ledger."""
+          evolve: Callable[[int, HarnessSpec, Trainer], tuple[Any, ...]] | None = None) -> list[dict[str, Any]]:
+    """``evolve(epoch, harness, trainer) -> (harness for the epoch, comparison rollouts[, skills])``:
+    what happens at an epoch's start (``ha train --evolve`` wires ``ha_evolve``'s schedule here, and
+    ``--skill-teacher`` the skill teacher); its rollouts count as ``comparison`` in the ledger.
+    ``skills`` (instance id -> text), when returned, are shown to every GRPO rollout of the epoch
+    (a non-trainable message) and kept in the checkpoint for a resume; evaluation never sees them."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     spec: HarnessSpec = load_spec(config.harness)
@@ -149,6 +151,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
     ckpt = out / "checkpoint"
     start = 1
     evolved = 0
+    skills: dict[str, str] = {}
     if resume and (ckpt / "driver.json").is_file():
         state = json.loads((ckpt / "driver.json").read_text())
         trainer.load(ckpt)
@@ -158,6 +161,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         if state.get("harness"):
             spec = HarnessSpec.from_dict(state["harness"])
         evolved = int(state.get("evolved_epoch", 0))
+        skills = dict(state.get("skills") or {})
         _truncate_metrics(metrics_path, start)
         log.info("resumed from %s at update %d", ckpt, start)
     elif metrics_path.exists() and metrics_path.stat().st_size and not resume:
@@ -169,17 +173,20 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         epoch = (u - 1) // config.evolve_every + 1 if config.evolve_every else 0
         if evolve is not None and config.evolve_every and (u - 1) % config.evolve_every == 0 and epoch > evolved:
             before = spec.hash
-            spec, n = evolve(epoch, spec, trainer)
+            result = evolve(epoch, spec, trainer)
+            spec, n = result[0], result[1]
+            skills = dict(result[2]) if len(result) > 2 else {}
             ledger.add("comparison", n)
-            log.info("epoch %d: harness %s -> %s (%d comparison rollouts)", epoch, before, spec.hash, n)
+            log.info("epoch %d: harness %s -> %s (%d comparison rollouts, %d skills)", epoch, before, spec.hash, n,
+                     len(skills))
             evolved = epoch
             _save(trainer, ckpt, {"next_update": u, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
-                                  "harness": spec.to_dict(), "evolved_epoch": evolved})
+                                  "harness": spec.to_dict(), "evolved_epoch": evolved, "skills": skills})
         batch_tasks = sampler.next(config.tasks_per_update)
         t0 = time.monotonic()
         run = replace(episodes, harness=spec, seed=episode_seed(config.seed, "update", u))
         records = collect(batch_tasks, config.group_size, trainer.client(), run, out=out / "rollouts" / f"update-{u:04d}",
-                          workers=config.workers, progress_bar=config.progress)
+                          workers=config.workers, progress_bar=config.progress, skills=skills or None)
         rollout_s = time.monotonic() - t0
         ledger.add("training", len(records))
         report = rates([Rollout.from_record(r) for r in records])
@@ -188,6 +195,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         upd = trainer.update(batch.samples) if batch.samples and not config.freeze_policy else {"skipped": 1.0}
         update_s = time.monotonic() - t1
         row = {"update": u, "harness": spec.name, "harness_hash": spec.hash, "tasks": len(batch_tasks),
+               "skills": sum(1 for t in batch_tasks if t.instance_id in skills),
                "rollouts": len(records),
                "reward_mean": mean(float(r["reward"]) for r in records) if records else 0.0,
                "pass_rate": report.pass_rate, "trainable_rate": report.trainable_rate,
@@ -202,7 +210,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
         history.append(row)
         if u % max(1, config.save_every) == 0 or u == config.updates:
             _save(trainer, ckpt, {"next_update": u + 1, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
-                                  "harness": spec.to_dict(), "evolved_epoch": evolved})
+                                  "harness": spec.to_dict(), "evolved_epoch": evolved, "skills": skills})
         if on_update:
             on_update(row)
     if start > config.updates and not ckpt.exists():  # no update (--updates 0): keep the model as it is now

@@ -171,23 +171,80 @@ def test_docs_custom_algorithm_example_runs(tmp_path):
     assert "custom update ran: loss" in p.stdout
 
 
+SKILL = ("When a value is built from parts that may refer to one another, resolve the references in a fixed "
+         "order and stop when nothing changes, so that a part seen twice is reported rather than expanded forever.")
+
+
 def test_ha_train_evolve_between_epochs(tmp_path):
-    """`ha train --evolve`: between epochs the harness evolves against the policy being trained
-    (the dual-rate gate decides), the comparison rollouts land in the ledger, the next epoch trains
-    on the frozen harness, and the evolution log sits under OUT/evolve."""
+    """`ha train --evolve --skill-teacher`: at each epoch's start, preparation rollouts and the skill
+    teacher (over HTTP; its first skill per task leaks a path and is screened out, the retry is kept),
+    then the harness evolves against the policy being trained with those skills shown to both
+    sides (the dual-rate gate decides), the comparison rollouts land in the ledger, the next epoch
+    trains on the frozen harness with the skills, and the logs sit under OUT/evolve and OUT/skills."""
+    from ha_agents.llm.fake_server import FakeOpenAIServer
+
+    def respond(body):
+        prompt = body["messages"][0]["content"]
+        leak = "Change the code in src/ini_interp/parser.py first."
+        return {"content": f"## Contrast\nx\n## Tool use\ny\n## Skill\n{SKILL if 'REJECTED' in prompt else leak}\n"}
+
     out = tmp_path / "evo"
-    p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
-             "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
-             "--max-new-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
-             "--evolve-group-size", "2", "--no-progress", "--out", str(out))
-    log, _ = p.communicate(timeout=900)
+    with FakeOpenAIServer(respond) as srv:
+        p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
+                 "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
+                 "--max-new-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
+                 "--evolve-rounds", "1", "--evolve-group-size", "2", "--skill-teacher", f"openai:teacher@{srv.url}",
+                 "--no-progress", "--out", str(out))
+        log, _ = p.communicate(timeout=900)
     assert p.returncode == 0, log
     rows = _metrics(out)
     # the harness evolves at the start of each epoch (here: one update each), before its rollouts
     assert 2 <= rows[0]["ledger"]["comparison"] < rows[1]["ledger"]["comparison"]
+    assert rows[1]["ledger"]["preparation"] == 4 and [r["skills"] for r in rows] == [1, 1]
     evo = [json.loads(l) for l in (out / "evolve" / "evolution.jsonl").read_text().splitlines()]
     assert [e["epoch"] for e in evo if e.get("kind") == "proposal"] == [1, 2]
     frozen = {e["epoch"]: e["current_after"] for e in evo if e.get("kind") == "round"}
     assert [r["harness_hash"] for r in rows] == [frozen[1], frozen[2]]
     assert all("gate" in e or not e["validation"]["ok"] for e in evo if e.get("kind") == "proposal")
-    assert "epoch 1: harness train-edit" in log
+    assert "epoch 1: harness train-edit" in log and "1 of 1 tasks got a skill" in log
+    for epoch in (1, 2):
+        [rep] = [json.loads(l) for l in (out / "skills" / f"epoch-{epoch}" / "skills.jsonl").read_text().splitlines()]
+        assert rep["skill"] == SKILL and rep["attempts"] == 2 and rep["rejected"]
+    def skill_messages(root):
+        return [m for f in root.rglob("trajectories.jsonl") for line in f.read_text().splitlines()
+                for m in json.loads(line)["messages"] if m.get("source") == "skill"]
+    assert skill_messages(out / "rollouts") and all(SKILL in m["content"] for m in skill_messages(out / "rollouts"))
+    assert skill_messages(out / "evolve")  # the gate's rollouts see the same skills
+    assert not skill_messages(out / "skills")  # preparation rollouts come before the teacher
+    state = json.loads((out / "checkpoint" / "driver.json").read_text())
+    assert state["skills"] == {TASK: SKILL}
+    from ha_envs.harness import load_spec
+
+    assert load_spec(out / "checkpoint" / "harness.yaml").hash == frozen[2]  # the model-harness pair
+
+
+def test_warm_start_with_habits_then_a_frozen_policy(tmp_path):
+    """`--warm-start-harness train-edit` on a train-h0 run: the demonstrations include the habit (the
+    oracle's edit_file calls, unknown tools under train-h0); `--updates 0` keeps the warm-started
+    model as a checkpoint; `--freeze-policy` measures an update's rollouts without changing a weight."""
+    import hashlib
+
+    warm = tmp_path / "warm"
+    p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
+             "--harness", "train-h0", "--warm-start-harness", "train-edit", "--warm-start", "1", "--updates", "0",
+             "--max-new-tokens", "48", "--context-tokens", "8192", "--no-progress", "--out", str(warm))
+    log, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, log
+    assert re.search(r"warm start: 1/4 demonstrations resolved \(1 calls to tools the harness lacks\)", log), log
+    model = warm / "checkpoint" / "model"
+    digest = lambda d: hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest()  # noqa: E731
+    before = digest(model)
+    frozen = tmp_path / "frozen"
+    p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(model), "--harness", "train-h0",
+             "--updates", "1", "--tasks-per-update", "1", "--group-size", "2", "--freeze-policy", "--temperature", "1",
+             "--max-new-tokens", "48", "--context-tokens", "8192", "--no-progress", "--out", str(frozen))
+    log, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, log
+    [row] = _metrics(frozen)
+    assert row["rollouts"] == 2 and row["skipped"] == 1.0 and "loss" not in row
+    assert digest(frozen / "checkpoint" / "model") == before
