@@ -156,7 +156,8 @@ def _retune(hook: str, key: str, scale: float) -> Apply:
         for i, c in enumerate(hooks):
             if c.name == hook and c.define is None:
                 cur = {**HOOKS[hook].defaults, **c.params}[key]
-                new = max(1, int(round(cur * scale)))
+                new: Any = ([max(1, int(round(v * scale))) for v in cur] if isinstance(cur, (list, tuple))
+                            else max(1, int(round(cur * scale))))  # budget_reminder's turns_left is a list
                 if new == cur:
                     return None
                 hooks[i] = Component(hook, {**c.params, key: new})

@@ -260,3 +260,18 @@ def test_a_tool_the_policy_calls_but_the_harness_lacks_is_proposed_first():
     assert trajectory_stats(invented).unknown_tools == {"teleport": 1}
     q = RuleMutator().propose(load_spec("train-h0"), invented, set())
     assert q.candidate is None or "teleport" not in q.candidate.tool_names
+
+
+def test_the_budget_rule_retunes_a_list_parameter():
+    """budget_reminder's turns_left is a list ([10, 3]): the retune rule scales each entry (it raised
+    TypeError before), and the result validates."""
+    from ha_evolve.proposers import RULES
+
+    recs = [{"instance_id": "a", "run": k, "resolved": False, "termination": "max_turns", "test_runs": 2,
+             "delivery": {"tested_after_last_edit": True}, "messages": [], "tool_counts": {"bash": 3}, "edits": 1,
+             "patch": "x"} for k in (1, 2)]
+    spec = replace(load_spec("h2"), hooks=load_spec("h2").hooks)
+    retune = RULES[-1]
+    assert retune.why(trajectory_stats(recs)) is not None
+    new = retune.apply(spec, trajectory_stats(recs)).validate()
+    assert next(c for c in new.hooks if c.name == "budget_reminder").params["turns_left"] == [20, 6]
