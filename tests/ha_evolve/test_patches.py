@@ -17,7 +17,7 @@ def test_a_patch_in_tags_after_thinking_adds_a_rule_veto_and_a_tool():
     reply = ("<think>The agent submits without testing in 14 of 20 failures.</think>\nHere it is:\n<patch>\n"
              "format: harnessadapt-patch-v1\nops:\n"
              "  - op: add_tool\n    tool: run_tests\n"
-             f"  - op: add_hook\n    hook: {{name: test_before_submit, rule: {{point: pre_action, trigger: "
+             "  - op: add_hook\n    hook: {name: test_before_submit, rule: {point: pre_action, trigger: "
              "{submit_without_test: true}, message: Run the tests before you submit., veto: true}}\n"
              "</patch>")
     patch = parse_patch(reply)

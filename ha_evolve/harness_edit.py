@@ -1,0 +1,317 @@
+"""Harness-R1 on SWE repair: the harness engineer's environment and what it needs.
+
+A *target* is a frozen agent (a model spec, its sampling, a base harness, a sandbox). The engineer
+sees a batch of the target's failed tasks and writes a ``harnessadapt-patch-v1`` patch
+(``patches.py``); the patch is worth what re-running the target with it shows:
+
+    reward = mean over the batch's tasks of (patched success - base success)
+
+each side ``runs`` episodes per task with common seeds (member k of task t samples with the same
+seed on either side). Both sides are fresh runs: the run that selected the failures is biased low
+(against it a no-op patch would earn a positive reward). Base outcomes are computed once per batch
+and cached; patched outcomes are cached by the *applied spec's hash* (two patches that produce the
+same harness run once), both keyed by the whole target (model, sampling, base spec, sandbox, grader
+version, runs, seed), with a file lock per key so concurrent workers never run a key twice. An
+infrastructure fault (a masked episode) is retried once; a task still masked on either side drops
+out of both; more than ``max_masked_share`` dropped masks the sample. A fault is never cached as a
+failure.
+
+- ``failure_batches``: seeded batches of failed, unmasked tasks from a target's records, one
+  benchmark per batch, spread across repositories;
+- ``partition``: task ids split into SFT / RL / validation / test before anything runs;
+- ``engineer_prompt``: the current spec, the patch format and catalogue, and per task the issue and
+  a condensed trajectory within a character budget;
+- ``HarnessEditEnv`` (``gymnasium.make("ha_evolve/HarnessEdit-v0", ...)``): ``reset`` gives the
+  engineer's messages for the next batch, ``step(reply)`` ends the episode with the reward and an
+  ``info`` holding the patch, its validation, both sides' per-task outcomes, the reward's paired
+  bootstrap CI, rollouts run, cache hits and the lifecycle points touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import random
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import gymnasium
+import numpy as np
+import yaml
+
+from ha_agents.episode import EpisodeConfig
+from ha_agents.llm.options import ModelOptions
+from ha_agents.records.episode_record import classify
+from ha_agents.runs.rollouts import collect
+from ha_envs.grading.grader import GRADER_VERSION
+from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.messages import AssistantMessageSpace, MessageListSpace, message
+from ha_envs.task import Task
+
+from .patches import FORMAT, MAX_OPS, PatchError, apply_patch, parse_patch
+from .proposers import catalogue_text
+from .summary import digest
+
+PATCH_GUIDE = f"""Reply with one patch in <patch>...</patch> (YAML or JSON), format {FORMAT}, at most {MAX_OPS} ops:
+  add_hook {{hook: NAME | {{name, params}} | {{name, rule: {{point, trigger, message, max_fires, veto}}}}, before?: NAME}}
+  replace_hook {{name: NAME, hook: ...}}   set_params {{hook: NAME | tool: NAME, params: {{...}}}}
+  remove_hook {{name: NAME}}   add_tool {{tool: NAME | {{name, params}} | {{name, script: {{...}}}}, before?: NAME}}
+You may think first inside <think>...</think>."""
+
+
+# -- tasks -------------------------------------------------------------------------------------
+
+def partition(ids: list[str], fractions: tuple[float, float, float, float] = (0.4, 0.3, 0.1, 0.2),
+              seed: int = 0) -> dict[str, list[str]]:
+    """Task ids split into ``sft``, ``rl``, ``val``, ``test`` (seeded, disjoint, every id once)."""
+    if abs(sum(fractions) - 1) > 1e-9 or any(f < 0 for f in fractions):
+        raise ValueError(f"fractions must be non-negative and sum to 1, got {fractions}")
+    order = sorted(set(ids))
+    random.Random(seed).shuffle(order)
+    cuts = np.cumsum([0.0, *fractions]) * len(order)
+    names = ("sft", "rl", "val", "test")
+    return {n: sorted(order[int(round(cuts[i])):int(round(cuts[i + 1]))]) for i, n in enumerate(names)}
+
+
+def failure_batches(records: list[dict[str, Any]], tasks: dict[str, Task], n: int, seed: int = 0,
+                    only: set[str] | None = None) -> list[list[str]]:
+    """Batches of ``n`` task ids the target failed (every run unresolved, none masked), one benchmark
+    per batch, repositories taken in turn so a batch spreads across them; seeded. ``only``: keep
+    these ids (a partition)."""
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        runs[r["instance_id"]].append(r)
+    failed = [i for i, rs in runs.items() if i in tasks and (only is None or i in only)
+              and not any(classify(r).masked for r in rs) and not any(r.get("resolved") for r in rs)]
+    rng = random.Random(seed)
+    batches: list[list[str]] = []
+    by_bench: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for i in sorted(failed):
+        by_bench[tasks[i].benchmark][tasks[i].repo or "?"].append(i)
+    for bench in sorted(by_bench):
+        repos = by_bench[bench]
+        for ids in repos.values():
+            rng.shuffle(ids)
+        order = sorted(repos)
+        rng.shuffle(order)
+        flat: list[str] = []
+        while any(repos[r] for r in order):
+            flat += [repos[r].pop() for r in order if repos[r]]
+        batches += [flat[k:k + n] for k in range(0, len(flat) - n + 1, n)]
+    rng.shuffle(batches)
+    return batches
+
+
+def engineer_prompt(spec: HarnessSpec, batch: list[str], records: list[dict[str, Any]], tasks: dict[str, Task],
+                    budget_chars: int = 24000) -> str:
+    """What the engineer reads: the spec, the patch format and catalogue, then per task the issue
+    and a condensed failed trajectory, shortened evenly to fit ``budget_chars``."""
+    cat = catalogue_text()
+    head = ("You improve the harness (tools and hooks) of a frozen coding agent. It failed the tasks below. "
+            "Diagnose what went wrong in how it worked, across tasks, and write a patch to its harness "
+            "that would make it succeed more often. The patch is judged by re-running the agent.\n\n"
+            f"## Current harness\n```yaml\n{yaml.safe_dump(spec.to_dict(), sort_keys=False).strip()}\n```\n\n"
+            f"## Patch format\n{PATCH_GUIDE}\n\n## Catalogue\ntools: {cat['catalogue_tools']}\n"
+            f"hooks: {cat['catalogue_hooks']}\nrule trigger fields: {cat['trigger_fields']}\n\n## Failures\n")
+    per = max(400, (budget_chars - len(head)) // max(1, len(batch)))
+    first = {}
+    for r in records:
+        first.setdefault(r["instance_id"], r)
+    parts = []
+    for i in batch:
+        issue = tasks[i].problem_statement.strip()
+        text = f"### {i}\n<issue>\n{issue[: per // 2]}\n</issue>\n" + digest(first[i], per // 2) if i in first else f"### {i}\n"
+        parts.append(text[:per])
+    return head + "\n\n".join(parts)
+
+
+# -- the target and its outcomes -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    """The frozen agent whose harness the engineer edits."""
+
+    model: str
+    harness: Any = "h0"
+    sandbox: str = "local"
+    runs: int = 1
+    """Episodes per task on each side (m)."""
+    seed: int = 0
+    temperature: float | None = None
+    top_p: float | None = None
+    workers: int = 2
+
+    def spec(self) -> HarnessSpec:
+        return load_spec(self.harness)
+
+    def key(self) -> dict[str, Any]:
+        """What an outcome depends on besides the harness and the task."""
+        return {"model": self.model, "temperature": self.temperature, "top_p": self.top_p, "base": self.spec().hash,
+                "sandbox": self.sandbox, "grader": GRADER_VERSION, "runs": self.runs, "seed": self.seed}
+
+
+@dataclass
+class SideOutcome:
+    """One side of a comparison: task id -> success rate over its runs (graded runs only)."""
+
+    rates: dict[str, float] = field(default_factory=dict)
+    masked: list[str] = field(default_factory=list)
+    """Tasks still masked after the retry: they drop out of both sides."""
+    rollouts: int = 0
+    cached: bool = False
+
+
+class OutcomeCache:
+    """JSON outcomes under ``root``, one file per key, written under a per-key file lock."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def name(key: dict[str, Any]) -> str:
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+
+    @contextlib.contextmanager
+    def locked(self, key: dict[str, Any]) -> Iterator[Path]:
+        path = self.root / f"{self.name(key)}.json"
+        with open(path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield path
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_side(target: Target, spec: HarnessSpec, task_ids: list[str], tasks: dict[str, Task], cache: OutcomeCache,
+             out: Path) -> SideOutcome:
+    """The target under ``spec`` on the tasks, from the cache when this key ran before; a masked
+    episode is retried once, a task still masked is reported (never cached as a failure)."""
+    key = {**target.key(), "harness": spec.hash, "tasks": sorted(task_ids)}
+    with cache.locked(key) as path:
+        if path.exists():
+            data = json.loads(path.read_text())
+            return SideOutcome(data["rates"], data["masked"], 0, True)
+        options = ModelOptions(temperature=target.temperature, top_p=target.top_p)
+        config = EpisodeConfig.create(spec, sandbox=target.sandbox, seed=target.seed, model_options=options)
+        side = SideOutcome()
+        todo = list(task_ids)
+        for attempt in (1, 2):
+            recs = collect([tasks[i] for i in todo], target.runs, target.model, config,
+                           out=out / cache.name(key) / f"attempt-{attempt}", workers=target.workers, progress_bar=False)
+            side.rollouts += len(recs)
+            by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for r in recs:
+                by[r["instance_id"]].append(r)
+            todo = []
+            for i, rs in by.items():
+                if any(classify(r).masked for r in rs):
+                    todo.append(i)
+                else:
+                    side.rates[i] = sum(bool(r.get("resolved")) for r in rs) / len(rs)
+            if not todo:
+                break
+        side.masked = sorted(todo)
+        path.write_text(json.dumps({"key": key, "rates": side.rates, "masked": side.masked}))
+        return side
+
+
+def paired_ci(diffs: list[float], samples: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean paired difference."""
+    if not diffs:
+        return 0.0, 0.0
+    d = np.asarray(diffs, dtype=float)
+    boot = d[np.random.default_rng(seed).integers(0, len(d), size=(samples, len(d)))].mean(axis=1)
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+# -- the env -------------------------------------------------------------------------------------
+
+class HarnessEditEnv(gymnasium.Env):
+    """One step per episode: the engineer's reply -> reward = mean(patched - base) on the batch."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, target: Target, tasks: list[Task], batches: list[list[str]], records: list[dict[str, Any]],
+                 out: str | Path, budget_chars: int = 24000, max_masked_share: float = 0.5) -> None:
+        if not batches:
+            raise ValueError("no batch to edit for: failure_batches found no failed, unmasked tasks")
+        self.target, self.batches, self.records = target, batches, records
+        self.tasks = {t.instance_id: t for t in tasks}
+        missing = sorted({i for b in batches for i in b} - set(self.tasks))
+        if missing:
+            raise ValueError(f"batches name tasks that were not given: {missing[:5]}")
+        self.out = Path(out)
+        self.cache = OutcomeCache(self.out / "cache")
+        self.budget_chars, self.max_masked_share = budget_chars, max_masked_share
+        self.base_spec = target.spec()
+        self.observation_space = MessageListSpace()
+        self.action_space = AssistantMessageSpace()
+        self._batch: list[str] | None = None
+        self._next = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if "batch" in options:
+            k = int(options["batch"])
+        else:
+            k = self._next % len(self.batches)
+            self._next += 1
+        self._batch = list(self.batches[k])
+        prompt = engineer_prompt(self.base_spec, self._batch, self.records, self.tasks, self.budget_chars)
+        obs = [message("user", prompt, "task")]
+        return obs, {"batch": k, "tasks": list(self._batch), "base_harness": self.base_spec.hash}
+
+    def step(self, action: Any):
+        if self._batch is None:
+            raise RuntimeError("call reset() before step()")
+        batch, self._batch = self._batch, None
+        text = action if isinstance(action, str) else str((action or {}).get("content") or "")
+        info: dict[str, Any] = {"tasks": batch, "rollouts": 0, "cache_hits": 0, "masked": [], "points": [],
+                                "stage": "passed", "reason": "", "patch": None}
+        try:
+            patch = parse_patch(text)
+            info["patch"], info["points"], info["thinking"] = list(patch.ops), patch.points, patch.thinking
+            spec = apply_patch(self.base_spec, patch)
+        except PatchError as exc:
+            info.update(stage=exc.stage, reason=str(exc))
+            return [], 0.0, True, False, info
+        info["patched_harness"] = spec.hash
+        if spec.hash == self.base_spec.hash:
+            info.update(stage="no_op", reason="the patch leaves the harness as it was (same hash)")
+            return [], 0.0, True, False, info
+        base = run_side(self.target, self.base_spec, batch, self.tasks, self.cache, self.out / "runs")
+        patched = run_side(self.target, spec, batch, self.tasks, self.cache, self.out / "runs")
+        info["rollouts"] = base.rollouts + patched.rollouts
+        info["cache_hits"] = int(base.cached) + int(patched.cached)
+        dropped = sorted(set(base.masked) | set(patched.masked))
+        kept = [i for i in batch if i not in dropped and i in base.rates and i in patched.rates]
+        info["masked"] = dropped
+        info["base"] = {i: base.rates.get(i) for i in batch}
+        info["patched"] = {i: patched.rates.get(i) for i in batch}
+        if not kept or len(dropped) > self.max_masked_share * len(batch):
+            info.update(stage="masked", reason=f"{len(dropped)} of {len(batch)} tasks masked on a side", mask_sample=True)
+            return [], 0.0, True, False, info
+        diffs = [patched.rates[i] - base.rates[i] for i in kept]
+        reward = float(np.mean(diffs))
+        info["delta"], info["delta_ci"] = reward, list(paired_ci(diffs))
+        return [], reward, True, False, info
+
+
+def make_harness_edit(**kwargs: Any) -> HarnessEditEnv:
+    """``gymnasium.make("ha_evolve/HarnessEdit-v0", target=..., tasks=..., batches=..., records=..., out=...)``;
+    ``target`` may be a mapping of ``Target`` fields."""
+    target = kwargs.pop("target")
+    if isinstance(target, dict):
+        target = Target(**target)
+    return HarnessEditEnv(target, **kwargs)
+
+
+def target_record(target: Target) -> dict[str, Any]:
+    return {**asdict(target), "key": target.key()}
