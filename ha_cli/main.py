@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from ha_cli import eval_cmd, evolve_cmd, harness_cmd, images_cmd, tasks_cmd, train_cmd
+from ha_cli import engineer_cmd, eval_cmd, evolve_cmd, harness_cmd, images_cmd, tasks_cmd, train_cmd
 from ha_cli.selection import add_source
 from ha_envs.sandbox.base import SandboxError
 from ha_envs.task import TaskError
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmd.add_train_parser(sub, add_source)
     eval_cmd.register(sub)
     evolve_cmd.register(sub)
+    engineer_cmd.register(sub)
     harness_cmd.register(sub)
     return parser
 

@@ -260,6 +260,8 @@ class HarnessEditEnv(gymnasium.Env):
         options = options or {}
         if "batch" in options:
             k = int(options["batch"])
+            if not 0 <= k < len(self.batches):
+                raise ValueError(f"batch {k}: there are batches 0..{len(self.batches) - 1}")
         else:
             k = self._next % len(self.batches)
             self._next += 1

@@ -73,3 +73,32 @@ def test_check_env_and_partitions(tmp_path, selection):
     with pytest.raises(ValueError, match="no batch"):
         gymnasium.make("ha_evolve/HarnessEdit-v0", target=Target("tool_user"), tasks=[], batches=[], records=[],
                        out=tmp_path / "x")
+
+
+def test_ha_engineer_cli_end_to_end(tmp_path, capsys):
+    """The path a user takes: `ha eval` of the target, `ha engineer batches`, `prompt`, then `score`
+    of a patch file: the flags reach the env, the outputs land on disk, a bad patch is refused."""
+    from ha_cli.main import main
+
+    src = ["--suite", "mini", "--instances", *IDS]
+    assert main(["eval", *src, "--model", "tool_user", "--harness", "h0", "--no-progress", "--out", str(tmp_path / "t")]) == 0
+    capsys.readouterr()
+    batches = tmp_path / "b.json"
+    assert main(["engineer", "batches", *src, "--run", str(tmp_path / "t"), "--n", "2", "--out", str(batches)]) == 0
+    assert "1 batches of 2 failed tasks" in capsys.readouterr().out
+    assert main(["engineer", "prompt", *src, "--batches", str(batches)]) == 0
+    assert "## Failures" in capsys.readouterr().out
+    patch = tmp_path / "patch.txt"
+    patch.write_text(ADD)
+    score = ["engineer", "score", *src, "--batches", str(batches), "--model", "tool_user", "--runs", "1",
+             "--out", str(tmp_path / "s")]
+    assert main(score + ["--patch", str(patch)]) == 0
+    text = capsys.readouterr().out
+    assert "reward (patched - base, mean over 2 tasks): +1.000" in text and "rollouts 4" in text
+    patch.write_text("<patch>ops: [{op: add_tool, tool: teleport}]</patch>")
+    assert main(score + ["--patch", str(patch), "--json"]) == 0
+    bad = __import__("json").loads(capsys.readouterr().out)
+    assert bad["reward"] == 0.0 and bad["stage"] == "apply" and "teleport" in bad["reason"] and bad["rollouts"] == 0
+    assert len((tmp_path / "s" / "scores.jsonl").read_text().splitlines()) == 2
+    assert main(score + ["--patch", str(patch), "--batch", "5"]) == 2
+    assert "batches 0..0" in capsys.readouterr().err
