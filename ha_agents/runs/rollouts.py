@@ -97,21 +97,66 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
     return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
 
 
-def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
-                 finished: Callable[[dict[str, Any]], None], skills: dict[str, str]) -> None:
-    """Ray tasks, at most ``workers`` in flight; on the Ray this process already runs, else the
-    cluster in RAY_ADDRESS, else a private local one (never a cluster it was not asked to join).
-    Records come back to this process, which alone writes the log."""
+def _group(task: Task, samples: list[int], model: str, config: EpisodeConfig, skill: str | None):
+    """One GRPO group (a task's pending samples) on one node, as a Ray streaming generator: the
+    task's snapshot is prepared once there and the members run side by side; each record comes back
+    as it finishes, stamped with the node that ran it."""
     import ray
 
+    node = ray.get_runtime_context().get_node_id()
+    prepare_snapshot(task)
+    with ThreadPoolExecutor(max_workers=len(samples)) as pool:
+        futures = [pool.submit(_episode, task, k, model, config, skill) for k in samples]
+        for fut in as_completed(futures):
+            rec = fut.result()
+            rec["node"] = node
+            yield rec
+
+
+def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
+                 finished: Callable[[dict[str, Any]], None], skills: dict[str, str]) -> None:
+    """Ray on the Ray this process already runs, else the cluster in RAY_ADDRESS, else a private
+    local one (never a cluster it was not asked to join). A task's pending samples are one unit of
+    placement (one node, one snapshot; ``_group``), groups spread over the nodes, and at most
+    ``workers`` episodes are in flight (at least one group). A group asks for one ``sandbox_slots``
+    per member where the cluster declares them (``ray_cluster.SLOTS``), else one CPU. Records come
+    back to this process as they finish, which alone writes the log."""
+    import ray
+
+    from .ray_cluster import group_resources
+
     init_ray()
-    remote = ray.remote(num_cpus=1, max_retries=2)(_episode)
     config_ref = ray.put(config)
-    pending: list[Any] = []
-    queue = list(todo)
+    remote_group = ray.remote(_group)
+    by_task: dict[str, tuple[Task, list[int]]] = {}
+    for t, k in todo:
+        by_task.setdefault(t.instance_id, (t, []))[1].append(k)
+    queue = list(by_task.values())
+    pending: dict[Any, int] = {}  # generator -> members still to come
+    in_flight = 0
     while queue or pending:
-        while queue and len(pending) < max(1, workers):
-            t, k = queue.pop(0)
-            pending.append(remote.remote(t, k, model, config_ref, skills.get(t.instance_id)))
-        ready, pending = ray.wait(pending, num_returns=1)
-        finished(ray.get(ready[0]))
+        while queue and (not pending or in_flight + len(queue[0][1]) <= max(1, workers)):
+            t, ks = queue.pop(0)
+            res = group_resources(len(ks))
+            gen = remote_group.options(num_returns="streaming", scheduling_strategy="SPREAD", max_retries=0,
+                                             **res).remote(t, ks, model, config_ref, skills.get(t.instance_id))
+            pending[gen] = len(ks)
+            in_flight += len(ks)
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        gen = ready[0]
+        try:
+            ref = next(gen)
+        except StopIteration:
+            in_flight -= pending.pop(gen)
+            continue
+        try:
+            rec = ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - a lost node or worker: the group's missing members stay to do
+            log.warning("a Ray group failed (%s); its unfinished episodes are left for a rerun", exc)
+            in_flight -= pending.pop(gen)
+            continue
+        pending[gen] -= 1
+        in_flight -= 1
+        finished(rec)
+        if pending[gen] == 0:
+            pending.pop(gen)

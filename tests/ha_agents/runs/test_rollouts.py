@@ -81,3 +81,33 @@ def test_an_unexpected_error_in_one_episode_is_a_masked_record_and_the_run_goes_
     bad = [r for r in recs if r["instance_id"] == "mini__semver_ranges"]
     assert all(r["mask_sample"] and r["termination"] == "internal_error" and "policy bug" in r["error"] for r in bad)
     assert all(r["termination"] == "submitted" for r in recs if r["instance_id"] == "mini__invoice_rounding")
+
+
+def test_a_group_is_one_unit_of_placement_on_a_multi_node_cluster(tmp_path, monkeypatch):
+    """A 3-node Ray cluster on this machine (ray.cluster_utils.Cluster), each node declaring two
+    sandbox slots: every record of a task carries the same node, groups spread over more than one
+    node, and the log holds each (task, run) once."""
+    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from ha_agents.runs.ray_cluster import SLOTS
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 2}})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1, resources={SLOTS: 2})
+        cluster.wait_for_nodes()
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        ts = tasks("mini__semver_ranges", "mini__ttl_cache", "mini__invoice_rounding")
+        recs = collect(ts, 2, "null", "h0", out=tmp_path / "ray", workers=6, executor="ray", progress_bar=False)
+        assert sorted((r["instance_id"], r["run"]) for r in recs) == sorted((t.instance_id, k) for t in ts for k in (1, 2))
+        nodes: dict[str, set] = {}
+        for r in recs:
+            nodes.setdefault(r["instance_id"], set()).add(r["node"])
+        assert all(len(n) == 1 and None not in n for n in nodes.values()), nodes
+        assert len({next(iter(n)) for n in nodes.values()}) >= 2, nodes  # SPREAD: not all on one node
+        lines = (tmp_path / "ray" / "trajectories.jsonl").read_text().splitlines()
+        assert len(lines) == 6
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
