@@ -59,3 +59,35 @@ def test_a_broken_script_tool_is_rejected_with_its_reason(name):
     check = validate_candidate(cand, parent, TASK)
     assert not check.ok and check.stage == "smoke"
     assert "show_fixtures is broken" in check.reason and "exit 127" in check.reason
+
+
+def test_a_policy_used_to_a_missing_tool_gets_it_through_the_paired_gate(tmp_path):
+    """The co-evolution benchmark's mechanism, shortened and model-free: a policy with train-edit's
+    habits (the oracle's edit_file calls, ``HabitPolicy``) under train-h0 fails every task with
+    unknown-tool errors; the rule proposer reads that from the records and offers edit_file, the
+    smoke check passes in the harness's Hermes text format, and the paired gate accepts over 5
+    tasks (every task rose: p = 1/32) for a logged reason."""
+    import json
+
+    from ha_agents.llm.policies import POLICIES
+    from ha_agents.train.recipes import HabitPolicy
+    from ha_envs.loaders import load_suite
+    from ha_evolve.proposers import RuleMutator
+    from ha_evolve.schedule import EvolveConfig, Evolution
+
+    ids = ["mini__ini_interpolation", "mini__invoice_rounding", "mini__url_router", "mini__semver_ranges",
+           "mini__jsonpath_lite"]
+    POLICIES["habit_edit"] = lambda: HabitPolicy("train-edit")
+    try:
+        evo = Evolution(tmp_path / "evo", [t for t in load_suite("mini") if t.instance_id in ids], "habit_edit",
+                        "train-h0", RuleMutator(), EvolveConfig(rounds=1, group_size=2, workers=2, seed=0))
+        final = evo.run()
+    finally:
+        POLICIES.pop("habit_edit", None)
+    assert "edit_file" in final.tool_names and final.parser.format == "hermes"
+    [prop] = [json.loads(l) for l in (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()
+              if json.loads(l).get("kind") == "proposal"]
+    assert prop["accepted"] and prop["decided_by"] == "paired" and prop["validation"]["ok"]
+    assert "tools this harness lacks: edit_file" in prop["diagnosis"]
+    assert prop["current_rates"]["pass_rate"] == 0.0 and prop["candidate_rates"]["pass_rate"] == 1.0
+    assert "pass rate rose" in prop["decision_reason"] and "p = 0.0312" in prop["decision_reason"]
