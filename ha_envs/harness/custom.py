@@ -9,7 +9,11 @@ HarnessSpec and covered by its hash and diff:
   ``HA_ARGS`` and one ``ARG_<NAME>`` variable per scalar argument, under the tool's timeout (capped
   by the harness's ``command_timeout_s``) and output cap;
 - a **rule hook**: a lifecycle point, a trigger over the episode state (every condition must hold),
-  a message template, a firing cap and, at ``pre_action``, an optional veto.
+  a message template, a firing cap and one optional action: at ``pre_action`` a ``veto`` (the call
+  does not run) or a ``rewrite`` (a regex substitution on one string argument of the call:
+  ``{argument, pattern, replace}``; the model is told), at ``post_feedback`` a ``force`` (the harness
+  runs a bash command the model did not send, in the sandbox at the repository root, e.g. the tests
+  after an edit: ``{command, timeout_s}``; its output is shown as the hook's message, never trained on).
 
 Validation (:func:`check_script_tool`, :func:`check_rule_hook`) rejects bad schemas, unknown trigger
 fields, triggers that cannot be evaluated at the chosen point, scripts that fail a syntax check
@@ -28,7 +32,7 @@ from typing import Any
 
 from ..actions import ToolCall
 from ..sandbox.shell import ansi_c_quote
-from .hooks import Hook, HookContext, Veto
+from .hooks import Hook, HookContext, Rewrite, Veto
 from .tools import Tool, ToolContext, ToolOutput
 
 LANGUAGES = {"bash": ("bash", ".sh"), "python": ("python3", ".py")}
@@ -133,7 +137,7 @@ def check_rule_hook(name: str, d: Any, catalogue: dict[str, Any]) -> dict[str, A
     what = f"rule hook {name!r}"
     check_name("hook", name, catalogue)
     _require(isinstance(d, dict), what, "the definition must be a mapping")
-    unknown = set(d) - {"point", "trigger", "message", "max_fires", "veto"}
+    unknown = set(d) - {"point", "trigger", "message", "max_fires", "veto", "rewrite", "force"}
     _require(not unknown, what, f"unknown field(s) {', '.join(sorted(unknown))}")
     point = d.get("point")
     _require(point in POINTS, what, f"point must be one of {', '.join(POINTS)}")
@@ -166,7 +170,47 @@ def check_rule_hook(name: str, d: Any, catalogue: dict[str, Any]) -> dict[str, A
     veto = d.get("veto", False)
     _require(isinstance(veto, bool), what, "veto must be true or false")
     _require(not veto or point == "pre_action", what, "only a pre_action hook can veto a call")
-    return {"point": point, "trigger": dict(trigger), "message": message, "max_fires": max_fires, "veto": veto}
+    out: dict[str, Any] = {"point": point, "trigger": dict(trigger), "message": message, "max_fires": max_fires,
+                           "veto": veto}
+    if d.get("rewrite") is not None:
+        out["rewrite"] = _check_rewrite(what, d["rewrite"], point, veto)
+    if d.get("force") is not None:
+        out["force"] = _check_force(what, d["force"], point)
+    return out
+
+
+def _check_rewrite(what: str, rw: Any, point: str, veto: bool) -> dict[str, Any]:
+    _require(point == "pre_action", what, "only a pre_action hook can rewrite a call")
+    _require(not veto, what, "a hook either vetoes or rewrites a call, not both")
+    _require(isinstance(rw, dict) and set(rw) <= {"argument", "pattern", "replace"} and {"argument", "pattern"} <= set(rw),
+             what, "rewrite is {argument: NAME, pattern: REGEX, replace: TEXT}")
+    _require(isinstance(rw["argument"], str) and bool(rw["argument"]), what, "rewrite.argument must name an argument")
+    _require(isinstance(rw["pattern"], str) and 0 < len(rw["pattern"]) <= 500, what, "rewrite.pattern: 1-500 characters")
+    try:
+        re.compile(rw["pattern"])
+    except re.error as exc:
+        raise CustomComponentError(f"{what}: rewrite.pattern is not a valid regex: {exc}") from None
+    replace = rw.get("replace", "")
+    _require(isinstance(replace, str) and len(replace) <= 2000, what, "rewrite.replace: text of at most 2000 characters")
+    try:
+        re.compile(rw["pattern"]).sub(replace, "")
+    except (re.error, IndexError) as exc:
+        raise CustomComponentError(f"{what}: rewrite.replace refers to a group the pattern lacks: {exc}") from None
+    return {"argument": rw["argument"], "pattern": rw["pattern"], "replace": replace}
+
+
+def _check_force(what: str, f: Any, point: str) -> dict[str, Any]:
+    _require(point == "post_feedback", what, "only a post_feedback hook can force a call")
+    _require(isinstance(f, dict) and set(f) <= {"command", "timeout_s"} and "command" in f, what,
+             "force is {command: BASH, timeout_s: SECONDS}")
+    cmd = f["command"]
+    _require(isinstance(cmd, str) and 0 < len(cmd.strip()) <= 2000, what, "force.command: 1-2000 characters")
+    timeout = f.get("timeout_s", 60)
+    _require(isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout <= 600, what,
+             "force.timeout_s must be in (0, 600]")
+    proc = subprocess.run(["bash", "-n"], input=cmd.encode(), capture_output=True, timeout=30)  # parsed, never run here
+    _require(proc.returncode == 0, what, f"force.command does not parse: {proc.stderr.decode(errors='replace').strip()[:300]}")
+    return {"command": cmd, "timeout_s": float(timeout)}
 
 
 # -- runtime -----------------------------------------------------------------------------------
@@ -258,6 +302,16 @@ class RuleHook(Hook):
     def pre_action(self, ctx: HookContext, call: ToolCall) -> Veto | None:
         if self.d["point"] != "pre_action":
             return None
+        rw = self.d.get("rewrite")
+        if rw is not None:
+            value = call.arguments.get(rw["argument"])
+            if not isinstance(value, str):
+                return None
+            new = re.sub(rw["pattern"], rw["replace"], value)
+            if new == value or self.fires >= self.d["max_fires"] or not self._holds(ctx, call, ""):
+                return None
+            text = self._fire(ctx, call)
+            return Rewrite(ToolCall(call.name, {**call.arguments, rw["argument"]: new}, call.call_id), text or self.name)
         text = self._fire(ctx, call)
         if text is None:
             return None
@@ -274,5 +328,10 @@ class RuleHook(Hook):
         for call in calls or [None]:  # type: ignore[list-item]
             text = self._fire(ctx, call, output)
             if text:
+                force = self.d.get("force")
+                if force is not None:  # the harness's own call: in the sandbox, shown, never trained on
+                    res = ctx.sandbox.run(f"cd {ansi_c_quote(ctx.sandbox.workdir)} && {force['command']}",
+                                          timeout=force["timeout_s"], head_bytes=4000, tail_bytes=4000)
+                    text += f"\n[the harness ran: {force['command']}]\n{res.render()}"
                 return pending + [text]
         return pending

@@ -60,6 +60,15 @@ def test_spec_carries_them_in_yaml_hash_and_diff(tmp_path):
     ((), (("r5", dict(TRACEBACK, trigger={"output_regex": "("})),), "not a valid regex"),
     ((("count_lines", COUNT_LINES), ("count_lines", COUNT_LINES)), (), "duplicate tool"),
     ((), (("r6", dict(GATE, trigger={"tool": "run_tests"})),), "lacks"),
+    ((), (("r7", dict(TRACEBACK, rewrite={"argument": "command", "pattern": "x"})),), "only a pre_action hook can rewrite"),
+    ((), (("r8", dict(GATE, rewrite={"argument": "command", "pattern": "x"})),), "either vetoes or rewrites"),
+    ((), (("r9", dict(GATE, veto=False, rewrite={"argument": "command", "pattern": "(", "replace": ""})),),
+     "rewrite.pattern is not a valid regex"),
+    ((), (("r10", dict(GATE, veto=False, rewrite={"argument": "command", "pattern": "a", "replace": r"\2"})),),
+     "refers to a group"),
+    ((), (("r11", dict(GATE, veto=False, force={"command": "pytest"})),), "only a post_feedback hook can force"),
+    ((), (("r12", dict(TRACEBACK, force={"command": "if then fi ("})),), "force.command does not parse"),
+    ((), (("r13", dict(TRACEBACK, force={"command": "true", "timeout_s": 9999})),), "timeout_s must be in"),
 ])
 def test_invalid_components_are_rejected_with_the_reason(tools, hooks, why):
     with pytest.raises(HarnessSpecError, match=why):
@@ -92,6 +101,38 @@ def test_script_tools_and_rule_hooks_in_an_episode():
         assert info["hooks"]["test_gate"]["count"] == 1 and info["hooks"]["tb"]["count"] == 1
         obs, reward, term, _, info = env.step(call("submit"))
         assert term and info["termination"] == "submitted"  # the cap: the second submit goes through
+    finally:
+        env.close()
+
+
+REWRITE = {"point": "pre_action", "trigger": {"tool": "bash", "command_regex": r"\bpytest\b(?!.*-x)"}, "max_fires": 5,
+           "message": "pytest runs with -x here (stop at the first failure).",
+           "rewrite": {"argument": "command", "pattern": r"\bpytest\b", "replace": "pytest -x"}}
+FORCE = {"point": "post_feedback", "trigger": {"tool": "bash", "command_regex": ">>"}, "max_fires": 1,
+         "message": "You changed a file; the harness ran the check for you.",
+         "force": {"command": "echo forced-$(wc -l < README.md)", "timeout_s": 10}}
+
+
+def test_a_rule_hook_rewrites_a_call_and_forces_one_in_an_episode():
+    """rewrite: the model's bash call runs with the substituted argument and is told so; force: after
+    an edit, the harness runs its own command in the sandbox and shows the output as the hook's
+    (non-trainable) message; both in the spec's hash; a call the pattern leaves unchanged is untouched."""
+    spec = spec_with(hooks=(("pytest_x", REWRITE), ("check_after_edit", FORCE)))
+    assert spec.hash != spec_with(hooks=(("pytest_x", dict(REWRITE, rewrite=dict(REWRITE["rewrite"], replace="pytest -q"))),
+                                         ("check_after_edit", FORCE))).hash
+    env = ha_envs.make(task="mini__ttl_cache", harness=spec)
+    try:
+        env.reset()
+        obs, *_ = env.step(call("bash", command="echo pytest"))
+        assert [m["source"] for m in obs] == ["hook:pytest_x", "tool"]
+        assert "was adjusted" in obs[0]["content"] and "pytest -x" in obs[1]["content"]
+        obs, *_ = env.step(call("bash", command="echo pytest -x"))  # already has -x: no rewrite
+        assert [m["source"] for m in obs] == ["tool"]
+        obs, *_, info = env.step(call("bash", command="echo line >> README.md"))
+        forced = [m for m in obs if m["source"] == "hook:check_after_edit"]
+        assert len(forced) == 1 and "[the harness ran: echo forced" in forced[0]["content"]
+        assert "forced-" in forced[0]["content"] and forced[0]["trainable"] is False
+        assert info["hooks"]["pytest_x"]["count"] == 1 and info["hooks"]["check_after_edit"]["count"] == 1
     finally:
         env.close()
 
