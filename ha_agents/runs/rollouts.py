@@ -131,32 +131,39 @@ def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig
     by_task: dict[str, tuple[Task, list[int]]] = {}
     for t, k in todo:
         by_task.setdefault(t.instance_id, (t, []))[1].append(k)
-    queue = list(by_task.values())
-    pending: dict[Any, int] = {}  # generator -> members still to come
+    queue = [(t, ks, 1) for t, ks in by_task.values()]
+    pending: dict[Any, tuple[Task, set[int], int]] = {}  # generator -> (task, members still to come, attempt)
     in_flight = 0
     while queue or pending:
         while queue and (not pending or in_flight + len(queue[0][1]) <= max(1, workers)):
-            t, ks = queue.pop(0)
-            res = group_resources(len(ks))
+            t, ks, attempt = queue.pop(0)
             gen = remote_group.options(num_returns="streaming", scheduling_strategy="SPREAD", max_retries=0,
-                                             **res).remote(t, ks, model, config_ref, skills.get(t.instance_id))
-            pending[gen] = len(ks)
+                                       **group_resources(len(ks))).remote(t, ks, model, config_ref,
+                                                                          skills.get(t.instance_id))
+            pending[gen] = (t, set(ks), attempt)
             in_flight += len(ks)
         ready, _ = ray.wait(list(pending), num_returns=1)
         gen = ready[0]
+        t, left, attempt = pending[gen]
         try:
-            ref = next(gen)
+            rec = ray.get(next(gen))
         except StopIteration:
-            in_flight -= pending.pop(gen)
+            pending.pop(gen)
+            in_flight -= len(left)
             continue
-        try:
-            rec = ray.get(ref)
-        except Exception as exc:  # noqa: BLE001 - a lost node or worker: the group's missing members stay to do
-            log.warning("a Ray group failed (%s); its unfinished episodes are left for a rerun", exc)
-            in_flight -= pending.pop(gen)
+        except Exception as exc:  # noqa: BLE001 - a lost node, raylet or worker mid-group
+            pending.pop(gen)
+            in_flight -= len(left)
+            if attempt < 2:  # the members that did not come back run once more, wherever Ray places them
+                log.warning("a Ray group of %s failed (%s); re-running its %d unfinished episode(s)",
+                            t.instance_id, exc, len(left))
+                queue.append((t, sorted(left), attempt + 1))
+            else:  # twice lost: infrastructure faults, masked, each (task, run) recorded once
+                for k in sorted(left):
+                    err = error_record(t, model, config.harness, exc, time.monotonic())
+                    err["run"] = k
+                    finished(err)
             continue
-        pending[gen] -= 1
+        left.discard(int(rec["run"]))
         in_flight -= 1
         finished(rec)
-        if pending[gen] == 0:
-            pending.pop(gen)

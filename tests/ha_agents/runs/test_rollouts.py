@@ -111,3 +111,50 @@ def test_a_group_is_one_unit_of_placement_on_a_multi_node_cluster(tmp_path, monk
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_a_node_lost_mid_run_loses_and_duplicates_nothing(tmp_path, monkeypatch, caplog):
+    """Two of three nodes removed while their groups are mid-episode (a replayed model that sleeps
+    12 s): the groups' unfinished members run once more on the node left, and the log holds every
+    (task, run) exactly once, none masked."""
+    import json
+    import threading
+    import time
+
+    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from ha_agents.runs.ray_cluster import SLOTS
+
+    ts = tasks("mini__semver_ranges", "mini__ttl_cache", "mini__invoice_rounding")
+    replay = tmp_path / "slow.jsonl"
+    replay.write_text("".join(json.dumps({"instance_id": t.instance_id, "run": 1, "messages": [
+        {"role": "assistant", "content": "```bash\nsleep 12\n```"},
+        {"role": "assistant", "content": "```bash\nsubmit\n```"}]}) + "\n" for t in ts))
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 2}})
+    try:
+        workers = [cluster.add_node(num_cpus=1, resources={SLOTS: 2}) for _ in range(2)]
+        cluster.wait_for_nodes()
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        out: dict = {}
+        run = threading.Thread(target=lambda: out.update(recs=collect(
+            ts, 2, f"replay:{replay}", "h0", out=tmp_path / "ray", workers=6, executor="ray", progress_bar=False)))
+        with caplog.at_level("WARNING", logger="ha_agents.runs.rollouts"):
+            run.start()
+            deadline = time.monotonic() + 120
+            while not ray.is_initialized() or ray.available_resources().get(SLOTS, 0) > 0:  # 0 free: the key goes
+                assert time.monotonic() < deadline, "the groups were never all placed"
+                time.sleep(0.5)  # every slot taken: the three groups run, one per node
+            time.sleep(4)  # into their 12 s command
+            for node in workers:
+                cluster.remove_node(node, allow_graceful=False)
+            run.join(timeout=300)
+        recs = out["recs"]
+        lines = [json.loads(line) for line in (tmp_path / "ray" / "trajectories.jsonl").read_text().splitlines()]
+        assert sorted((r["instance_id"], r["run"]) for r in lines) == sorted((t.instance_id, k) for t in ts for k in (1, 2))
+        assert len(recs) == 6 and not any(r.get("mask_sample") for r in recs)
+        assert "re-running its" in caplog.text  # a group really was lost and run again
+        assert {r["node"] for r in recs if r["instance_id"] in caplog.text} == {cluster.head_node.node_id}
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
