@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> dict:
                    "--group-size", str(args.group_size), "--updates", str(args.updates), "--lr", str(args.lr),
                    "--temperature", "1", "--workers", str(args.workers), "--no-progress", *MODEL_FLAGS]
     evolve_flags = ["--evolve", "--evolve-every", str(args.evolve_every), "--evolve-rounds", str(args.evolve_rounds),
-                    "--evolve-group-size", str(args.group_size), "--proposer", "rule"]
+                    "--evolve-group-size", str(args.evolve_group_size), "--proposer", "rule"]
     steps: list[tuple[Path, list[str], Path]] = [
         (model, ["train", "--backend", "local", "--model", str(out / "init-model"), "--init-model", "qwen",
                  "--harness", "train-h0", "--warm-start-harness", str(demo_harness(out)),
@@ -226,10 +226,13 @@ def main() -> None:
     ap.add_argument("--warm-epochs", type=int, default=200)
     ap.add_argument("--updates", type=int, default=4)
     ap.add_argument("--evolve-every", type=int, default=2)
-    ap.add_argument("--evolve-rounds", type=int, default=2)
+    ap.add_argument("--evolve-rounds", type=int, default=1)
     ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--evolve-group-size", type=int, default=8,
+                    help="samples per task on each side of the gate: with 5 tasks the paired rule at 0.95 needs every "
+                         "task to move, so a side needs enough samples per task to show a rise")
     ap.add_argument("--lr", type=float, default=5e-4)
-    ap.add_argument("--eval-runs", type=int, default=8)
+    ap.add_argument("--eval-runs", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--plan", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args()
