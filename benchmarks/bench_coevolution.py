@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> dict:
                    "--group-size", str(args.group_size), "--updates", str(args.updates), "--lr", str(args.lr),
                    "--temperature", "1", "--workers", str(args.workers), "--no-progress", *MODEL_FLAGS]
     evolve_flags = ["--evolve", "--evolve-every", str(args.evolve_every), "--evolve-rounds", str(args.evolve_rounds),
-                    "--evolve-group-size", str(args.evolve_group_size), "--proposer", "rule"]
+                    "--evolve-group-size", str(args.evolve_group_size), "--proposer", "rule", "--level", str(args.level)]
     steps: list[tuple[Path, list[str], Path]] = [
         (model, ["train", "--backend", "local", "--model", str(out / "init-model"), "--init-model", "qwen",
                  "--harness", "train-h0", "--warm-start-harness", str(demo_harness(out)),
@@ -232,6 +232,8 @@ def main() -> None:
                     help="samples per task on each side of the gate: with 5 tasks the paired rule at 0.95 needs every "
                          "task to move, so a side needs enough samples per task to show a rise")
     ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--level", type=float, default=0.9,
+                    help="the paired gate's confidence: at 0.95 five tasks must all rise (p = 1/32); at 0.9, four")
     ap.add_argument("--eval-runs", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--plan", action="store_true", help="print the commands, run nothing")

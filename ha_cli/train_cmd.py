@@ -74,6 +74,9 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
                         "(openai:NAME@URL, ...) writes a screened mechanism-level skill per task, shown to the gate's "
                         "both sides and to the epoch's GRPO rollouts, never at evaluation (OUT/skills/epoch-N)")
     e.add_argument("--teacher-command", default=None, help="cli proposer: the command run in the work directory")
+    from ha_cli.gate_args import add_gate_args
+
+    add_gate_args(p)
     v = p.add_argument_group("verl backend")
     v.add_argument("--dry-run", action="store_true", help="verl: write the files and print the command, do not launch")
     v.add_argument("--rollout-engine", choices=["vllm", "sglang"], default="vllm")
@@ -219,6 +222,7 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
     current in-process policy with those skills on both sides, logged under ``OUT/evolve``."""
     from ha_agents.episode import EpisodeConfig
     from ha_evolve.proposers import ProposerOptions, make_proposer
+    from ha_cli.gate_args import gate_config
     from ha_evolve.schedule import EvolveConfig, Evolution
 
     if args.evolve_every < 1:
@@ -250,7 +254,7 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
         evo = Evolution(out / "evolve", tasks, trainer.client(), spec, proposer,
                         EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
                                      candidates=args.evolve_candidates, epoch=epoch, sandbox=args.sandbox,
-                                     workers=args.workers, seed=args.seed),
+                                     workers=args.workers, seed=args.seed, **gate_config(args)),
                         token_mode=trainer.token_mode, skills=skills,
                         progress=lambda t: print(t, file=sys.stderr, flush=True))
         new = evo.run()

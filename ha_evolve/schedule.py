@@ -159,7 +159,12 @@ class Evolution:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}
 
     def _tried(self) -> set[str]:
-        return {r["candidate_hash"] for r in self.log.records if r.get("kind") == "proposal" and r.get("candidate_hash")}
+        """Candidates a proposer must not offer again: every one of this epoch, and earlier epochs'
+        accepted ones. An earlier epoch's rejection may come back: the policy has changed since (the
+        paper's point that the harness must keep evolving), and a 'not enough evidence' then may be
+        evidence now."""
+        return {r["candidate_hash"] for r in self.log.records if r.get("kind") == "proposal" and r.get("candidate_hash")
+                and (r.get("epoch") == self.config.epoch or r.get("accepted"))}
 
     # -- the schedule -------------------------------------------------------------------------
     def run(self) -> HarnessSpec:

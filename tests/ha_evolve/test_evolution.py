@@ -79,6 +79,18 @@ def test_a_tie_is_rejected(tmp_path, sensitive):
     assert p["gate"]["reason"] == "neither rate rose"
 
 
+def test_a_candidate_rejected_in_one_epoch_may_come_back_in_the_next(tmp_path, sensitive):
+    """Within an epoch a candidate is offered once; an earlier epoch's rejection may be offered again
+    (the policy has changed since), an accepted one never."""
+    cand = with_tool(load_spec("h0"), "think")
+    run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}}, rounds=2)  # epoch 1: a tie, rejected
+    ToolSensitiveEpoch2 = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}}, rounds=1, epoch=2)
+    props = [json.loads(l) for l in (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()
+             if json.loads(l).get("kind") == "proposal"]
+    assert [(p["epoch"], p["candidate_hash"] is not None) for p in props] == [(1, True), (1, False), (2, True)]
+    assert ToolSensitiveEpoch2[0].hash == load_spec("h0").hash
+
+
 def test_an_invalid_candidate_never_reaches_comparison(tmp_path, sensitive):
     bad = replace(load_spec("h0"), tools=load_spec("h0").tools + (Component("broken", {}, {
         "description": "x", "script": "if then ("}),))
