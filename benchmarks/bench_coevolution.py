@@ -102,6 +102,11 @@ def run(args: argparse.Namespace) -> dict:
         steps.append((sd / "eval-start" / "summary.json",
                       ["eval", "--model", f"hf:{model}", "--tokenizer", str(model), "--harness", "train-h0", *eval_flags,
                        "--out", str(sd / "eval-start")], sd / "eval-start.log"))
+        train_eval = ["--instances", *args.train] + eval_flags[1 + len(args.heldout):]
+        if args.eval_train:
+            steps.append((sd / "eval-start-train" / "summary.json",
+                          ["eval", "--model", f"hf:{model}", "--tokenizer", str(model), "--harness", "train-h0",
+                           *train_eval, "--out", str(sd / "eval-start-train")], sd / "eval-start-train.log"))
         for arm in ARMS:
             extra = [] if arm == "grpo" else evolve_flags + (["--freeze-policy"] if arm == "evolution" else [])
             ck = sd / arm / "checkpoint"
@@ -112,6 +117,11 @@ def run(args: argparse.Namespace) -> dict:
                           ["eval", "--model", f"hf:{ck / 'model'}", "--tokenizer", str(ck / "model"),
                            "--harness", str(ck / "harness.yaml"), *eval_flags, "--out", str(sd / f"eval-{arm}")],
                           sd / f"eval-{arm}.log"))
+            if args.eval_train:
+                steps.append((sd / f"eval-{arm}-train" / "summary.json",
+                              ["eval", "--model", f"hf:{ck / 'model'}", "--tokenizer", str(ck / "model"),
+                               "--harness", str(ck / "harness.yaml"), *train_eval, "--out", str(sd / f"eval-{arm}-train")],
+                              sd / f"eval-{arm}-train.log"))
     for done, cmd, log in steps:
         if args.plan:
             print("$ ha " + " ".join(cmd))
@@ -145,11 +155,15 @@ def summarise(out: Path, args: argparse.Namespace) -> dict:
                                         + ([1] if rr and rr[0]["harness"] != "train-h0" else []) for rr in rows]
             entry["accepted"] = [accepted(out / f"seed-{s}" / arm / "evolve" / "evolution.jsonl") for s in seeds]
         res["arms"][arm] = entry
-    runs = lambda arm: ",".join(str(out / f"seed-{s}" / f"eval-{arm}") for s in seeds)  # noqa: E731
-    for a, b in (("grpo", "coevolution"), ("evolution", "coevolution"), ("grpo", "evolution"), ("start", "grpo"),
-                 ("start", "evolution"), ("start", "coevolution")):
-        c = compare(runs(a), runs(b), samples=10000, seed=0)
-        res["compare"][f"{b} - {a}"] = {"diff": c.pooled.diff, "ci": [c.pooled.ci_low, c.pooled.ci_high], "n": c.pooled.n}
+    for suffix, label in (("", "held-out"), ("-train", "training tasks")):
+        if suffix and not args.eval_train:
+            continue
+        runs = lambda arm: ",".join(str(out / f"seed-{s}" / f"eval-{arm}{suffix}") for s in seeds)  # noqa: E731
+        for a, b in (("grpo", "coevolution"), ("evolution", "coevolution"), ("grpo", "evolution"), ("start", "grpo"),
+                     ("start", "evolution"), ("start", "coevolution")):
+            c = compare(runs(a), runs(b), samples=10000, seed=0)
+            res["compare"][f"{label}: {b} - {a}"] = {"diff": c.pooled.diff, "ci": [c.pooled.ci_low, c.pooled.ci_high],
+                                                     "n": c.pooled.n, "a": c.pooled.a, "b": c.pooled.b}
     (out / "summary.json").write_text(json.dumps(res, indent=1))
     figure(res, out / "coevolution.png", args)
     print(markdown(res))
@@ -174,9 +188,10 @@ def markdown(res: dict) -> str:
                         for s, acc_s in zip(res["seeds"], e.get("accepted", []))) or "-"
         lines.append(f"| {arm} | {', '.join(f'{p:.3f}' for p in e['heldout_pass'])} | {e['heldout_mean']:.3f} "
                      f"({e['heldout_sd']:.3f}) | {acc} |")
-    lines += ["", "| held-out, paired (seeds as replicates) | B - A | 95% CI | units |", "|---|---:|---|---:|"]
+    lines += ["", "| paired (seeds as replicates) | A | B | B - A (points) | 95% CI | units |", "|---|---:|---:|---:|---|---:|"]
     for k, c in res["compare"].items():
-        lines.append(f"| {k} | {100 * c['diff']:+.1f} | [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}] | {c['n']} |")
+        lines.append(f"| {k} | {c['a']:.3f} | {c['b']:.3f} | {100 * c['diff']:+.1f} | "
+                     f"[{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}] | {c['n']} |")
     return "\n".join(lines)
 
 
@@ -236,6 +251,8 @@ def main() -> None:
                     help="the paired gate's confidence: at 0.95 five tasks must all rise (p = 1/32); at 0.9, four")
     ap.add_argument("--eval-runs", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--eval-train", action="store_true",
+                    help="also evaluate every arm's final pair on the training tasks (same seeds), compared alike")
     ap.add_argument("--plan", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args()
     if set(args.train) & set(args.heldout):
