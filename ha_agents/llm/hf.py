@@ -14,6 +14,12 @@ turn) is reproducible; a call without one draws a fresh seed from a counter, so 
 one prompt at temperature > 0 differ (a GRPO group needs different members). Generation holds a lock:
 the seed and the sampling are one step even when episodes run in threads.
 
+Loading: a model directory is loaded once per process and device and shared by every client of it
+(``ha eval --workers N`` builds one client per episode); the load itself is serialised, since
+``transformers`` sets process-wide state while it builds a model (two threads loading at once met
+"Cannot copy out of meta tensor"). Clients of one shared model share its generation lock (the
+seed is the process-wide torch RNG).
+
 Needs the ``hf`` extra (torch, transformers).
 """
 
@@ -24,6 +30,26 @@ import threading
 from typing import Any
 
 from .base import Completion, LLMError
+
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[tuple[Any, ...], tuple[Any, Any, threading.Lock]] = {}
+"""(path, device, the files' mtimes) -> (model, tokenizer, its generation lock): one copy per process."""
+
+
+def _load(path: str, device: str) -> tuple[Any, Any, threading.Lock]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import os
+
+    stamp = tuple((f, os.stat(os.path.join(path, f)).st_mtime_ns) for f in sorted(os.listdir(path))
+                  if f.endswith((".safetensors", ".bin", ".json"))) if os.path.isdir(path) else ()
+    with _LOAD_LOCK:
+        key = (str(path), device, stamp)  # a directory rewritten since (a new checkpoint) loads again
+        if key not in _LOADED:
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device).eval()
+            _LOADED[key] = (model, tokenizer, threading.Lock())
+        return _LOADED[key]
 
 
 class TransformersClient:
@@ -45,13 +71,12 @@ class TransformersClient:
         self._lock = threading.Lock()
         if model is None:
             try:
-                from transformers import AutoModelForCausalLM, AutoTokenizer
+                __import__("transformers")
             except ImportError as exc:  # pragma: no cover
                 raise LLMError("hf: models need the `hf` extra: pip install -e '.[hf]'") from exc
             self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
             try:
-                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-                model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(self.device).eval()
+                model, tokenizer, self._lock = _load(str(path), self.device)
             except (OSError, ValueError) as exc:
                 raise LLMError(f"hf: cannot load a model from {path!r}: {exc}") from exc
         else:

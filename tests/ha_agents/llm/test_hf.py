@@ -80,3 +80,34 @@ def test_cli_token_mode_with_a_local_model(tiny_model, tmp_path):
     assert rec["termination"] == "format_errors" and rec["model"] == tiny_model
     assert len(rec["token_ids"]) == len(rec["loss_mask"]) == len(rec["logprobs"]) > 100
     assert 0 < sum(rec["loss_mask"]) < len(rec["loss_mask"]) and not rec["token_error"]
+
+
+def test_concurrent_clients_of_one_directory_load_it_once_and_sample_alike(tmp_path):
+    """`ha eval --workers N` builds a client per episode: N threads loading one model directory at
+    once share one copy (the load is serialised: racing loads met 'Cannot copy out of meta tensor'),
+    and a seeded call gives the same tokens from every client; a rewritten directory loads again."""
+    import threading
+
+    from ha_agents.llm.hf import TransformersClient
+    from ha_agents.train.models import init_model
+
+    path = init_model(tmp_path / "m", "qwen", hidden=32, layers=1, heads=2, seed=0)
+    clients, errors = [], []
+
+    def make():
+        try:
+            clients.append(TransformersClient(str(path), max_new_tokens=8, temperature=1.0))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(clients) == 4
+    assert len({id(c.model) for c in clients}) == 1 and len({id(c._lock) for c in clients}) == 1
+    outs = {tuple(c.complete([], [], prompt_ids=[1, 2, 3], seed=5).token_ids) for c in clients}
+    assert len(outs) == 1
+    init_model(tmp_path / "m", "qwen", hidden=32, layers=1, heads=2, seed=1)  # a new checkpoint in place
+    assert TransformersClient(str(path), max_new_tokens=8).model is not clients[0].model
