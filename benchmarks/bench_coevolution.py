@@ -145,6 +145,7 @@ def summarise(out: Path, args: argparse.Namespace) -> dict:
         held = [json.loads((out / f"seed-{s}" / f"eval-{arm}" / "summary.json").read_text()) for s in seeds]
         per_seed = [pass_rate(out / f"seed-{s}" / f"eval-{arm}") for s in seeds]
         entry = {"heldout_pass": per_seed, "heldout_mean": mean(per_seed), "heldout_sd": pstdev(per_seed),
+                 "masked": sum(masked(out / f"seed-{s}" / f"eval-{arm}{x}") for s in seeds for x in ("", "-train")),
                  "harness": [h.get("harness", {}).get("name") if isinstance(h.get("harness"), dict) else h.get("harness")
                              for h in held]}
         if arm != "start":
@@ -175,6 +176,10 @@ def pass_rate(run: Path) -> float:
     return mean(float(bool(r.get("resolved"))) for r in recs) if recs else 0.0
 
 
+def masked(run: Path) -> int:
+    return sum(1 for r in read_jsonl(run / "trajectories.jsonl") if r.get("mask_sample"))
+
+
 def accepted(log: Path) -> list[dict]:
     return [{"epoch": r["epoch"], "round": r["round"], "candidate": r.get("candidate_name"), "diff": r.get("diff"),
              "reason": r.get("decision_reason"), "diagnosis": r.get("diagnosis")}
@@ -182,12 +187,13 @@ def accepted(log: Path) -> list[dict]:
 
 
 def markdown(res: dict) -> str:
-    lines = ["| arm | held-out pass per seed | mean (sd) | harness accepted during training |", "|---|---|---|---|"]
+    lines = ["| arm | held-out pass per seed | mean (sd) | masked eval episodes | harness accepted during training |",
+             "|---|---|---|---:|---|"]
     for arm, e in res["arms"].items():
         acc = "; ".join(f"seed {s}: " + (", ".join(f"epoch {a['epoch']} {'+'.join(a['diff'] or [])}" for a in acc_s) or "none")
                         for s, acc_s in zip(res["seeds"], e.get("accepted", []))) or "-"
         lines.append(f"| {arm} | {', '.join(f'{p:.3f}' for p in e['heldout_pass'])} | {e['heldout_mean']:.3f} "
-                     f"({e['heldout_sd']:.3f}) | {acc} |")
+                     f"({e['heldout_sd']:.3f}) | {e['masked']} | {acc} |")
     lines += ["", "| paired (seeds as replicates) | A | B | B - A (points) | 95% CI | units |", "|---|---:|---:|---:|---|---:|"]
     for k, c in res["compare"].items():
         lines.append(f"| {k} | {c['a']:.3f} | {c['b']:.3f} | {100 * c['diff']:+.1f} | "
