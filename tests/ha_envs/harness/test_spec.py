@@ -221,7 +221,7 @@ def test_preset_hashes_are_unchanged_by_the_schema():
     # recorded before the schema check was added: loading through it must not alter a value
     assert {n: load_spec(n).hash for n in preset_names()} == {
         "h0": "b63aecc6848db20f", "h1": "8c770daf53c8f640", "h2": "724a508cca7d91fe", "openhands": "97805ab970873cb7",
-        "train-edit": "f8ef09af274001f0"}
+        "train-edit": "f8ef09af274001f0", "train-h0": "176bb00117af5a93"}
     assert HarnessSpec.from_dict({"tools": ["bash", "submit"], "limits": {"command_timeout_s": 120}}).limits.command_timeout_s == 120
 
 
