@@ -55,7 +55,7 @@ def test_bundled_suite_by_instance_id():
 
 
 def test_unknown_harness_is_a_clear_error(tiny_task):
-    with pytest.raises(ValueError, match=r"^unknown harness 'h9' \(not a preset nor a spec file\); presets: h0, h1, h2, openhands, train-edit$"):
+    with pytest.raises(ValueError, match=r"^unknown harness 'h9' \(not a preset nor a spec file\); presets: h0, h1, h2, openhands, train-edit, train-h0$"):
         ha_envs.make(task=tiny_task, harness="h9")
     with pytest.raises(ValueError, match=r"unknown harness 'openhand'.*did you mean 'openhands'"):
         ha_envs.make(task=tiny_task, harness="openhand")
