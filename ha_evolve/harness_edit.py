@@ -35,7 +35,7 @@ import hashlib
 import json
 import random
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -46,6 +46,7 @@ import yaml
 from ha_agents.episode import EpisodeConfig
 from ha_agents.llm.options import ModelOptions
 from ha_agents.records.episode_record import classify
+from ha_agents.runs.compare import percentile_interval
 from ha_agents.runs.rollouts import collect
 from ha_envs.grading.grader import GRADER_VERSION
 from ha_envs.harness import HarnessSpec, load_spec
@@ -223,13 +224,11 @@ def run_side(target: Target, spec: HarnessSpec, task_ids: list[str], tasks: dict
 
 
 def paired_ci(diffs: list[float], samples: int = 4000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean paired difference."""
+    """95% percentile bootstrap interval of the mean paired difference (``ha compare``'s interval)."""
     if not diffs:
         return 0.0, 0.0
     d = np.asarray(diffs, dtype=float)
-    boot = d[np.random.default_rng(seed).integers(0, len(d), size=(samples, len(d)))].mean(axis=1)
-    lo, hi = np.quantile(boot, [0.025, 0.975])
-    return float(lo), float(hi)
+    return percentile_interval(d[np.random.default_rng(seed).integers(0, len(d), size=(samples, len(d)))].mean(axis=1))
 
 
 # -- the env -------------------------------------------------------------------------------------
@@ -316,6 +315,3 @@ def make_harness_edit(**kwargs: Any) -> HarnessEditEnv:
         target = Target(**target)
     return HarnessEditEnv(target, **kwargs)
 
-
-def target_record(target: Target) -> dict[str, Any]:
-    return {**asdict(target), "key": target.key()}

@@ -115,15 +115,15 @@ def compare(run_a: str | Path | list[str | Path], run_b: str | Path | list[str |
         boot = np.concatenate([diffs[rng.integers(0, n, size=(min(1000, samples - k), n))].mean(axis=1)
                                for k in range(0, samples, 1000)])
         pooled_samples += boot * n / n_total
-        lo, hi = _percentiles(boot)
+        lo, hi = percentile_interval(boot)
         cmp.rows.append(Row(name, n, sum(x for x, _ in pairs) / n, sum(y for _, y in pairs) / n, float(diffs.mean()), lo, hi))
-    lo, hi = _percentiles(pooled_samples)
+    lo, hi = percentile_interval(pooled_samples)
     mean = lambda k: sum(r.n * getattr(r, k) for r in cmp.rows) / n_total  # noqa: E731
     cmp.pooled = Row("pooled", n_total, mean("a"), mean("b"), mean("diff"), lo, hi)
     return cmp
 
 
-def _percentiles(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     k = (1 - level) / 2
     lo, hi = np.quantile(values, [k, 1 - k])
     return float(lo), float(hi)

@@ -84,11 +84,11 @@ def test_a_candidate_rejected_in_one_epoch_may_come_back_in_the_next(tmp_path, s
     (the policy has changed since), an accepted one never."""
     cand = with_tool(load_spec("h0"), "think")
     run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}}, rounds=2)  # epoch 1: a tie, rejected
-    ToolSensitiveEpoch2 = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}}, rounds=1, epoch=2)
+    final2, _ = run(tmp_path, FixedProposer(cand), {(A, False): {1}, (A, True): {1}}, rounds=1, epoch=2)
     props = [json.loads(l) for l in (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()
              if json.loads(l).get("kind") == "proposal"]
     assert [(p["epoch"], p["candidate_hash"] is not None) for p in props] == [(1, True), (1, False), (2, True)]
-    assert ToolSensitiveEpoch2[0].hash == load_spec("h0").hash
+    assert final2.hash == load_spec("h0").hash
 
 
 def test_an_invalid_candidate_never_reaches_comparison(tmp_path, sensitive):
@@ -282,7 +282,7 @@ def test_the_budget_rule_retunes_a_list_parameter():
     recs = [{"instance_id": "a", "run": k, "resolved": False, "termination": "max_turns", "test_runs": 2,
              "delivery": {"tested_after_last_edit": True}, "messages": [], "tool_counts": {"bash": 3}, "edits": 1,
              "patch": "x"} for k in (1, 2)]
-    spec = replace(load_spec("h2"), hooks=load_spec("h2").hooks)
+    spec = load_spec("h2")
     retune = RULES[-1]
     assert retune.why(trajectory_stats(recs)) is not None
     new = retune.apply(spec, trajectory_stats(recs)).validate()
