@@ -1,6 +1,18 @@
-"""``ha engineer batches | prompt | score``: Harness-R1's pieces from the command line: the failure
-batches of a target's run, the prompt the engineer reads for one, and a patch scored the way the
-environment scores it (fresh base and patched runs of the frozen target, common seeds, cached)."""
+"""``ha engineer batches | prompt | score | base | sft-data | sft | train | eval | ablate``: Harness-R1
+from the command line.
+
+- ``batches``: the failure batches of a target's run (partitioned before anything runs);
+- ``prompt``: what the engineer reads for one batch; ``score``: a patch scored the way the env
+  scores it (fresh base and patched runs of the frozen target, common seeds, cached);
+- ``base``: every batch's base outcomes, computed once and cached (what every later command reuses);
+- ``sft-data``: a teacher's patches scored, the verified ones (or all) as an inspectable JSONL;
+- ``sft``: the engineer's cold start on such a file (``--engineer`` a local model directory);
+- ``train``: GRPO of the engineer, K patches per batch, through ``ha_agents.train.driver`` (resumable);
+- ``eval``: an engineer's patches on each batch and on held-out tasks, with paired CIs;
+- ``ablate``: a patch's lifecycle ablation (each point's operations, and its tools, dropped).
+
+Every command that runs the target writes under ``--out`` and shares the outcome cache there:
+run them with one ``--out`` and no (target, harness, tasks) key runs twice."""
 
 from __future__ import annotations
 
@@ -98,6 +110,224 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_target(p: argparse.ArgumentParser, out: str) -> None:
+    g = p.add_argument_group("the frozen target")
+    g.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
+    g.add_argument("--harness", default="h0", help="the target's base harness")
+    g.add_argument("--runs", type=int, default=2, help="episodes per task on each side (m)")
+    g.add_argument("--seed", type=int, default=0, help="the target's common seeds (both sides)")
+    g.add_argument("--sandbox", choices=["local", "docker"], default="local")
+    g.add_argument("--workers", type=int, default=2)
+    g.add_argument("--budget-chars", type=int, default=24000, help="the prompt's character budget")
+    p.add_argument("--out", default=out, help="outputs, the outcome cache and the runs (share one across commands)")
+    add_sampling_args(p)
+
+
+def _env(args: argparse.Namespace, data: dict[str, Any] | None = None, batches: list[list[str]] | None = None):
+    from ha_evolve.harness_edit import HarnessEditEnv, Target
+
+    if args.runs < 1:
+        raise ValueError(f"--runs {args.runs}: at least 1")
+    data = data or _batches(args.batches)
+    target = Target(args.model, args.harness, args.sandbox, args.runs, args.seed, args.temperature, args.top_p,
+                    args.workers)
+    return HarnessEditEnv(target, _tasks(args), batches if batches is not None else data["batches"],
+                          _records(data["run"]), Path(args.out), args.budget_chars)
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows))
+
+
+def cmd_base(args: argparse.Namespace) -> int:
+    from ha_evolve.harness_edit import run_side
+
+    env = _env(args)
+    rows = []
+    for k, b in enumerate(env.batches):
+        side = run_side(env.target, env.base_spec, b, env.tasks, env.cache, env.out / "runs")
+        rows.append({"batch": k, "tasks": b, "rates": side.rates, "masked": side.masked, "rollouts": side.rollouts,
+                     "cached": side.cached})
+        print(f"batch {k}: base " + ", ".join(f"{i} {side.rates.get(i, 'masked')}" for i in b)
+              + (" (cached)" if side.cached else f" ({side.rollouts} rollouts)"), flush=True)
+    _write(Path(args.out) / "base.jsonl", rows)
+    return 0
+
+
+def _client(spec: str, args: argparse.Namespace) -> Any:
+    from ha_agents.llm.options import ModelOptions
+    from ha_agents.llm.registry import make_model
+
+    return make_model(spec, ModelOptions(temperature=args.engineer_temperature))
+
+
+def _row_line(r: dict[str, Any]) -> str:
+    i = r["info"]
+    tail = f"{r['reward']:+.3f} [{i['delta_ci'][0]:+.3f}, {i['delta_ci'][1]:+.3f}]" if "delta_ci" in i else i.get("reason", "")[:90]
+    return f"batch {r['batch']}: {r['kind']:<8} {tail}; rollouts {i.get('rollouts', 0)}, cache hits {i.get('cache_hits', 0)}"
+
+
+def cmd_sft_data(args: argparse.Namespace) -> int:
+    from ha_evolve.engineer import sft_data
+
+    env = _env(args)
+    out = Path(args.out)
+    scores = out / "teacher-scores.jsonl"
+    scores.unlink(missing_ok=True)
+
+    def on_row(r: dict[str, Any]) -> None:
+        with scores.open("a") as fh:
+            fh.write(json.dumps(r, default=str) + "\n")
+        print(_row_line(r), flush=True)
+
+    rows = sft_data(_client(args.teacher, args), env, args.samples, args.engineer_seed, args.eps, args.keep, on_row)
+    _write(out / "sft.jsonl", rows)
+    print(f"{len(rows)} demonstrations ({args.keep}) from {len(env.batches)} batches -> {out / 'sft.jsonl'}")
+    return 0 if rows else 1
+
+
+def _local_trainer(args: argparse.Namespace) -> Any:
+    from ha_agents.train.local import LocalConfig, LocalTrainer
+
+    return LocalTrainer(args.engineer, LocalConfig(lr=args.lr, temperature=args.engineer_temperature or 1.0,
+                                                   max_new_tokens=args.max_new_tokens,
+                                                   context_tokens=args.context_tokens, seed=args.engineer_seed))
+
+
+def cmd_sft(args: argparse.Namespace) -> int:
+    from ha_evolve.engineer import read_rows, sft_samples
+
+    rows = read_rows(args.data)
+    if not rows:
+        raise ValueError(f"{args.data}: no demonstrations")
+    if not (Path(args.engineer) / "config.json").is_file():
+        if not args.init_model:
+            raise ValueError(f"--engineer {args.engineer}: no model there (pass --init-model qwen|llama to build a tiny one)")
+        from ha_agents.train.models import init_model, suite_corpus
+
+        # the tokenizer learns the engineer's texts: prompts (with the template's role markers) and replies
+        corpus = suite_corpus() + [m["content"] for r in rows for m in r["messages"]] + [r["reply"] for r in rows] * 4
+        init_model(args.engineer, args.init_model, seed=args.engineer_seed, corpus=corpus,
+                   hidden=args.init_hidden, layers=args.init_layers)
+        print(f"built a tiny {args.init_model}-family engineer at {args.engineer}", file=sys.stderr)
+    trainer = _local_trainer(args)
+    samples = sft_samples(rows, trainer.token_mode)
+    losses = trainer.sft(samples, epochs=args.epochs)
+    out = Path(args.out)
+    trainer.save(out)
+    (out / "sft.json").write_text(json.dumps({"data": str(Path(args.data).resolve()), "samples": len(samples),
+                                              "epochs": args.epochs, "lr": args.lr, "losses": losses}, indent=1))
+    print(f"SFT on {len(samples)} demonstrations, {args.epochs} epochs: loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
+          f"the engineer: {out / 'model'} (--engineer for `ha engineer train`, hf:{out / 'model'} elsewhere)")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ha_agents.train.base import BatchPolicy
+    from ha_agents.train.driver import TrainConfig, train
+    from ha_evolve.engineer import EngineerSource, batch_items
+
+    data = _batches(args.batches)
+    trainer = _local_trainer(args)
+    items = batch_items(data["batches"])
+    source = EngineerSource(lambda: _env(args, data), trainer.token_mode)
+    config = TrainConfig(updates=args.updates, tasks_per_update=args.batches_per_update, group_size=args.k,
+                         seed=args.engineer_seed, progress=False,
+                         batch=BatchPolicy(normalize_std=args.normalize_std))
+
+    def show(row: dict[str, Any]) -> None:
+        print(f"update {row['update']}: reward {row['reward_mean']:+.3f}, valid {row['valid_rate']:.2f}, "
+              f"no-op {row['no_op_rate']:.2f}, helpful {row['helpful_rate']:.2f}, harmful {row['harmful_rate']:.2f}, "
+              f"masked {row['masked_share']:.2f}; target rollouts {row['comparison_rollouts']}, "
+              f"cache hits {row['cache_hits']}", flush=True)
+
+    history = train(trainer, items, config, Path(args.out) / "engineer", resume=args.resume, on_update=show,
+                    source=source)
+    print(f"{len(history)} updates -> {Path(args.out) / 'engineer' / 'metrics.jsonl'}; "
+          f"the engineer: {Path(args.out) / 'engineer' / 'checkpoint' / 'model'}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ha_evolve.engineer import evaluate
+
+    data = _batches(args.batches)
+    env = _env(args, data)
+    held: list[str] = list(args.heldout_instances or [])
+    unknown = [i for i in held if i not in env.tasks]
+    if unknown:
+        raise ValueError(f"--heldout-instances: not among the selected tasks: {unknown[:5]}")
+    if args.heldout:
+        parts = data.get("partitions") or {}
+        if args.heldout not in parts:
+            raise ValueError(f"--heldout {args.heldout}: the batches file has partitions {sorted(parts) or 'none'}")
+        held += [i for i in parts[args.heldout] if i in env.tasks and i not in held]
+    client = _client(args.engineer, args) if args.engineer != "none" else None
+    out = Path(args.out)
+    rows_path = out / f"eval-{args.name}.jsonl"
+    rows_path.unlink(missing_ok=True)
+
+    def on_row(r: dict[str, Any]) -> None:
+        with rows_path.open("a") as fh:
+            fh.write(json.dumps(r, default=str) + "\n")
+        print(_row_line(r) + (f"; held-out {r['heldout']['delta']:+.3f} on {len(r['heldout']['tasks'])} tasks"
+                              if r.get("heldout") else ""), flush=True)
+
+    if client is None:  # no patch: the baseline row of a comparison (reward 0 by construction, no rollout)
+        from ha_agents.llm.scripted import ScriptedClient
+
+        client = ScriptedClient(["no patch"] * len(env.batches), name="none")
+    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row)
+    s = result["summary"]
+    (out / f"eval-{args.name}.json").write_text(json.dumps({"engineer": args.engineer, "heldout": args.heldout,
+                                                            **s}, indent=1))
+    lo, hi = s["batch_delta_ci"]
+    print(f"{args.name}: on the batches {s['batch_delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+          + (f"; held-out {s['heldout_delta']:+.3f} [{s['heldout_delta_ci'][0]:+.3f}, {s['heldout_delta_ci'][1]:+.3f}] "
+             f"(pass@1 {s.get('heldout_pass_base', 0):.3f} -> {s.get('heldout_pass_patched', 0):.3f}), "
+             f"overfit gap {s['overfit_gap']:+.3f}" if s["heldout_delta"] is not None else "")
+          + f"; valid {s['valid_rate']:.2f}, helpful {s['helpful_rate']:.2f} -> {out / f'eval-{args.name}.json'}")
+    return 0
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from ha_evolve.engineer import ablate
+
+    env = _env(args)
+    reply = Path(args.patch).read_text() if args.patch != "-" else sys.stdin.read()
+    result = ablate(reply, env, on_row=lambda r: print(
+        f"{r['variant']:<16} ops {r['ops']}: {r['delta']:+.3f} [{r['delta_ci'][0]:+.3f}, {r['delta_ci'][1]:+.3f}] "
+        f"over {r['tasks']} tasks; rollouts {r['rollouts']}", flush=True))
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "ablation.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+def cmd_menu(args: argparse.Namespace) -> int:
+    import yaml
+
+    from ha_evolve.engineer import FIXTURE_MENU
+
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(yaml.safe_dump(FIXTURE_MENU, sort_keys=False))
+    print(f"{len(FIXTURE_MENU)} patches ({', '.join(m['kind'] for m in FIXTURE_MENU)}) -> {args.out} "
+          f"(use as --teacher menu:{args.out})")
+    return 0
+
+
+def _add_engineer(p: argparse.ArgumentParser, local: bool) -> None:
+    g = p.add_argument_group("the engineer")
+    if local:
+        g.add_argument("--engineer", required=True, help="the engineer: a local model directory (config.json)")
+        g.add_argument("--lr", type=float, default=1e-6, help="learning rate (the method's GRPO: 1e-6)")
+        g.add_argument("--max-new-tokens", type=int, default=512)
+        g.add_argument("--context-tokens", type=int, default=32768)
+    g.add_argument("--engineer-temperature", type=float, default=None,
+                   help="the engineer's sampling temperature (train: default 1.0)")
+    g.add_argument("--engineer-seed", type=int, default=0, help="seeds the engineer's samples")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     eng = sub.add_parser("engineer", help="Harness-R1: failure batches, the engineer's prompt, a patch scored "
                                           "by re-running the target").add_subparsers(dest="engineer_command", required=True)
@@ -131,3 +361,63 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--json", action="store_true")
             add_sampling_args(p)
         p.set_defaults(func=func)
+    p = eng.add_parser("menu", help="write the fixture menu of patches for the `hasty` target (the CPU demonstration)")
+    p.add_argument("--out", default="runs/engineer/menu.yaml")
+    p.set_defaults(func=cmd_menu)
+    p = eng.add_parser("base", help="every batch's base outcomes (fresh runs of the target, cached)")
+    _add_source(p)
+    p.add_argument("--batches", required=True)
+    _add_target(p, "runs/engineer")
+    p.set_defaults(func=cmd_base)
+    p = eng.add_parser("sft-data", help="a teacher's patches scored; the verified ones (or all) as sft.jsonl")
+    _add_source(p)
+    p.add_argument("--batches", required=True)
+    p.add_argument("--teacher", required=True, help="any model spec (openai:..., hf:DIR, menu:REPLIES.yaml)")
+    p.add_argument("--samples", type=int, default=4, help="teacher patches per batch")
+    p.add_argument("--eps", type=float, default=0.05, help="a kept patch's CI lower bound must exceed -eps")
+    p.add_argument("--keep", choices=["verified", "all"], default="verified",
+                   help="verified: at most one per batch, the best with reward > 0; all: every scored patch")
+    _add_target(p, "runs/engineer")
+    _add_engineer(p, local=False)
+    p.set_defaults(func=cmd_sft_data)
+    p = eng.add_parser("sft", help="the engineer's cold start on an sft.jsonl")
+    p.add_argument("--data", required=True, help="an sft.jsonl from `ha engineer sft-data`")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
+                   help="build a tiny engineer of this family at --engineer when none is there (tokenizer trained "
+                        "on the suite and the SFT texts)")
+    p.add_argument("--init-hidden", type=int, default=64)
+    p.add_argument("--init-layers", type=int, default=2)
+    p.add_argument("--out", default="runs/engineer/sft")
+    _add_engineer(p, local=True)
+    p.set_defaults(func=cmd_sft)
+    p = eng.add_parser("train", help="GRPO of the engineer: K patches per batch, rewarded by re-running the target")
+    _add_source(p)
+    p.add_argument("--batches", required=True, help="a batches file (its RL partition's batches)")
+    p.add_argument("--updates", type=int, default=10)
+    p.add_argument("--batches-per-update", type=int, default=4)
+    p.add_argument("--k", type=int, default=8, help="patches per batch (the GRPO group)")
+    p.add_argument("--normalize-std", action="store_true", help="divide advantages by the group's std")
+    p.add_argument("--resume", action="store_true")
+    _add_target(p, "runs/engineer")
+    _add_engineer(p, local=True)
+    p.set_defaults(func=cmd_train)
+    p = eng.add_parser("eval", help="an engineer's patches on each batch and on held-out tasks, with paired CIs")
+    _add_source(p)
+    p.add_argument("--batches", required=True)
+    p.add_argument("--engineer", required=True,
+                   help="a model spec (hf:DIR, openai:..., menu:FILE) or `none` (no patch: the baseline)")
+    p.add_argument("--heldout", choices=["sft", "rl", "val", "test"], default=None,
+                   help="also score each patch on this partition's tasks (less the batch's)")
+    p.add_argument("--heldout-instances", nargs="+", default=None, metavar="ID",
+                   help="also score each patch on these tasks (less the batch's)")
+    p.add_argument("--name", default="engineer", help="names the output files (eval-NAME.json, .jsonl)")
+    _add_target(p, "runs/engineer")
+    _add_engineer(p, local=False)
+    p.set_defaults(func=cmd_eval)
+    p = eng.add_parser("ablate", help="a patch's lifecycle ablation: each point's operations (and tools) dropped")
+    _add_source(p)
+    p.add_argument("--batches", required=True)
+    p.add_argument("--patch", required=True, help="a file with the patch (or - for stdin)")
+    _add_target(p, "runs/engineer")
+    p.set_defaults(func=cmd_ablate)

@@ -233,6 +233,28 @@ def paired_ci(diffs: list[float], samples: int = 4000, seed: int = 0) -> tuple[f
 
 # -- the env -------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class EngineerBatch:
+    """One failure batch as an item a training driver samples (``instance_id`` names it)."""
+
+    index: int
+    task_ids: tuple[str, ...]
+    benchmark: str = "harness-edit"
+
+    @property
+    def instance_id(self) -> str:
+        return f"batch-{self.index:04d}"
+
+    @property
+    def repo(self) -> str:
+        return ""
+
+
+TERMINATIONS = {"passed": "patch_scored", "no_op": "no_op_patch", "masked": "sandbox_error"}
+"""The episode's termination by validation stage; any other stage (parse, ops, spec, ...) is
+``invalid_patch``. A masked sample ends ``sandbox_error`` (in ``MASKED``: no verdict)."""
+
+
 class HarnessEditEnv(gymnasium.Env):
     """One step per episode: the engineer's reply -> reward = mean(patched - base) on the batch."""
 
@@ -254,11 +276,31 @@ class HarnessEditEnv(gymnasium.Env):
         self.observation_space = MessageListSpace()
         self.action_space = AssistantMessageSpace()
         self._batch: list[str] | None = None
+        self._item: EngineerBatch | None = None
         self._next = 0
+
+    @property
+    def task(self) -> EngineerBatch | None:
+        """The batch being edited (what ``AgentLoop`` hands a scripted client's ``start``)."""
+        return self._item
+
+    def end(self, reason: str):
+        """Ended from outside (the engineer's reply ran out of context): no patch, truncated."""
+        self._batch = None
+        return [], 0.0, True, False, {"termination": reason, "stage": "truncated", "reason": reason,
+                                      "rollouts": 0, "cache_hits": 0, "masked": [], "points": []}
+
+    def abort(self, message: str, reason: str = "model_error"):
+        """The engineer's model failed for good: no verdict, masked."""
+        self._batch = None
+        return [], 0.0, True, False, {"termination": reason, "mask_sample": True, "stage": "aborted",
+                                      "reason": message, "rollouts": 0, "cache_hits": 0, "masked": [], "points": []}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         options = options or {}
+        if isinstance(options.get("task"), EngineerBatch):  # the driver's item (AgentLoop passes it as the task)
+            options = {"batch": options["task"].index}
         if "batch" in options:
             k = int(options["batch"])
             if not 0 <= k < len(self.batches):
@@ -267,9 +309,11 @@ class HarnessEditEnv(gymnasium.Env):
             k = self._next % len(self.batches)
             self._next += 1
         self._batch = list(self.batches[k])
+        self._item = EngineerBatch(k, tuple(self._batch))
         prompt = engineer_prompt(self.base_spec, self._batch, self.records, self.tasks, self.budget_chars)
         obs = [message("user", prompt, "task")]
-        return obs, {"batch": k, "tasks": list(self._batch), "base_harness": self.base_spec.hash}
+        return obs, {"batch": k, "instance_id": self._item.instance_id, "tasks": list(self._batch),
+                     "base_harness": self.base_spec.hash}
 
     def step(self, action: Any):
         if self._batch is None:
@@ -283,15 +327,17 @@ class HarnessEditEnv(gymnasium.Env):
             info["patch"], info["points"], info["thinking"] = list(patch.ops), patch.points, patch.thinking
             spec = apply_patch(self.base_spec, patch)
         except PatchError as exc:
-            info.update(stage=exc.stage, reason=str(exc))
+            info.update(stage=exc.stage, reason=str(exc), termination="invalid_patch")
             return [], 0.0, True, False, info
         info["patched_harness"] = spec.hash
         if spec.hash == self.base_spec.hash:
-            info.update(stage="no_op", reason="the patch leaves the harness as it was (same hash)")
+            info.update(stage="no_op", reason="the patch leaves the harness as it was (same hash)",
+                        termination=TERMINATIONS["no_op"])
             return [], 0.0, True, False, info
         base = run_side(self.target, self.base_spec, batch, self.tasks, self.cache, self.out / "runs")
         patched = run_side(self.target, spec, batch, self.tasks, self.cache, self.out / "runs")
         info["rollouts"] = base.rollouts + patched.rollouts
+        info["base_rollouts"], info["patched_rollouts"] = base.rollouts, patched.rollouts
         info["cache_hits"] = int(base.cached) + int(patched.cached)
         dropped = sorted(set(base.masked) | set(patched.masked))
         kept = [i for i in batch if i not in dropped and i in base.rates and i in patched.rates]
@@ -299,11 +345,13 @@ class HarnessEditEnv(gymnasium.Env):
         info["base"] = {i: base.rates.get(i) for i in batch}
         info["patched"] = {i: patched.rates.get(i) for i in batch}
         if not kept or len(dropped) > self.max_masked_share * len(batch):
-            info.update(stage="masked", reason=f"{len(dropped)} of {len(batch)} tasks masked on a side", mask_sample=True)
+            info.update(stage="masked", reason=f"{len(dropped)} of {len(batch)} tasks masked on a side", mask_sample=True,
+                        termination=TERMINATIONS["masked"])
             return [], 0.0, True, False, info
         diffs = [patched.rates[i] - base.rates[i] for i in kept]
         reward = float(np.mean(diffs))
         info["delta"], info["delta_ci"] = reward, list(paired_ci(diffs))
+        info["termination"] = TERMINATIONS["passed"]
         return [], reward, True, False, info
 
 

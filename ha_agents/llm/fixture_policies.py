@@ -10,7 +10,14 @@ not show, in its outcomes:
   (submits unchanged). A candidate that adds the tool must raise its pass rate;
 - ``coin`` ignores the harness: each episode it solves the task (as ``oracle``) or gives up on a
   fair coin. The coin is the episode's sampling seed (the first call's ``seed``), so with common
-  seeds both sides of a comparison flip the same coins; without a seed it is a fresh draw.
+  seeds both sides of a comparison flip the same coins; without a seed it is a fresh draw;
+- ``hasty`` is the fixture *target* of the harness engineer (Harness-R1): on a seeded coin
+  (``p_careful`` = 0.2) it works carefully and solves the task (as ``oracle``); otherwise it looks
+  at the work copy and submits at once. Two harness changes turn a hasty episode careful: a
+  pre-action hook that stops its submit (a veto), or a post-feedback hook that shows it a test run
+  it did not ask for (a forced run: ``[the harness ran: ...]``). Reminders (any other hook text,
+  before a decision or after feedback) are ignored, so a patch at the wrong lifecycle point does
+  not help.
 """
 
 from __future__ import annotations
@@ -91,3 +98,39 @@ class CoinPolicy(_Deciding):
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
         rng = random.Random(seed) if seed is not None else random.Random()
         return self.solve(task, info) if rng.random() < self.p_heads else _give_up(info)
+
+
+FORCED_RUN = "[the harness ran: "
+"""How a forced call's output starts (``ha_envs.harness.custom.RuleHook``)."""
+
+
+class HastyPolicy(_Deciding):
+    """Careful (solves) on a ``p_careful`` coin from the episode's sampling seed; else looks and
+    submits at once, unless the harness stops the submit or shows a forced test run, after which it
+    works as the careful episode does."""
+
+    name = "hasty"
+    p_careful = 0.2
+
+    def start(self, task: Task, info: dict[str, Any]) -> None:
+        super().start(task, info)
+        self._careful = False
+        self._submitted = False
+
+    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        rng = random.Random(seed) if seed is not None else random.Random()
+        self._careful = rng.random() < self.p_careful
+        return self.solve(task, info) if self._careful else _give_up(info)
+
+    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        if self._plan is not None and not self._careful:
+            stopped = self._submitted  # called again after a submit: the harness refused it
+            forced = any(str(m.get("source", "")).startswith("hook:") and FORCED_RUN in str(m.get("content", ""))
+                         for m in observation)
+            if stopped or forced:
+                assert self._task is not None
+                self._careful = True
+                self._plan = self.solve(self._task, self._info)
+        out = super().act(observation, info)
+        self._submitted = not self._careful and not self._plan  # the hasty plan's last call is its submit
+        return out

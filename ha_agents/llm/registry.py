@@ -41,7 +41,7 @@ def model_kinds() -> list[str]:
 def _unknown(spec: str) -> ValueError:
     kinds = ", ".join(f"{k}:..." for k in model_kinds())
     return ValueError(f"unknown model {spec!r}: use a scripted model ({', '.join(sorted(POLICIES))}) or one of "
-                      f"{kinds} (openai:NAME@URL, replay:TRAJECTORIES.jsonl, hf:MODEL_DIR)")
+                      f"{kinds} (openai:NAME@URL, replay:TRAJECTORIES.jsonl, hf:MODEL_DIR, menu:REPLIES.yaml)")
 
 
 def _split(spec: str) -> tuple[str, str]:
@@ -94,6 +94,13 @@ def _replay(arg: str, o: ModelOptions) -> LLMClient:
     from .scripted import ReplayClient
 
     return ReplayClient(arg, run=None)  # a seeded episode draws one of the recorded runs
+
+
+@register_model_kind("menu")
+def _menu(arg: str, o: ModelOptions) -> LLMClient:
+    from .scripted import MenuClient
+
+    return MenuClient(arg)
 
 
 @register_model_kind("hf")

@@ -4,6 +4,7 @@ trajectory, or a scripted policy (oracle, null) seen as a model."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,47 @@ class PolicyClient:
         action = self.policy.act(new, self._info)
         msg = _as_message(action)
         return Completion(message=msg, finish_reason="stop")
+
+
+class MenuClient:
+    """Each reply drawn from a fixed menu of texts (a file), weighted, from the call's ``seed``: a
+    fixed editor or a teacher for tests and the CPU demonstration (``--model menu:FILE``). The file
+    is YAML or JSON (a list of texts, or of ``{reply, weight}``) or JSONL (``reply`` fields, as an
+    SFT file from ``ha engineer sft-data`` holds). Without a seed the draws follow one seeded stream."""
+
+    def __init__(self, path: str | Path) -> None:
+        import yaml
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise LLMError(f"menu:{path}: no such file")
+        text = self.path.read_text()
+        try:
+            if self.path.suffix == ".jsonl":
+                items: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                items = yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise LLMError(f"menu:{path}: not a list of replies ({str(exc).splitlines()[0]})") from None
+        if not isinstance(items, list) or not items:
+            raise LLMError(f"menu:{path}: the file must hold a non-empty list of replies")
+        self.replies: list[str] = []
+        self.weights: list[float] = []
+        for i, it in enumerate(items, 1):
+            reply, weight = (it, 1.0) if isinstance(it, str) else (
+                (it.get("reply"), it.get("weight", 1.0)) if isinstance(it, dict) else (None, None))
+            if not isinstance(reply, str) or not isinstance(weight, (int, float)) or weight < 0:
+                raise LLMError(f"menu:{path}: item {i} is not a text or a {{reply, weight >= 0}} mapping")
+            self.replies.append(reply)
+            self.weights.append(float(weight))
+        if not sum(self.weights):
+            raise LLMError(f"menu:{path}: every weight is 0")
+        self.name = f"menu:{self.path.name}"
+        self._rng = random.Random(0)
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 prompt_ids: list[int] | None = None, max_tokens: int | None = None,
+                 seed: int | None = None) -> Completion:
+        rng = random.Random(seed) if seed is not None else self._rng
+        reply = rng.choices(self.replies, weights=self.weights)[0]
+        return Completion(message={"role": "assistant", "content": reply}, finish_reason="stop")

@@ -14,6 +14,11 @@ task and sample) -> ``prepare_batch`` (the drop / mask policy of ``base.BatchPol
   written to a temporary directory and renamed, so a killed run leaves the previous one whole;
 - ``training.png``: reward and trainable rate per update.
 
+Where an update's groups come from is a ``RolloutSource``: by default ``EpisodeSource``, repair
+episodes of the current harness through ``collect()``; the harness engineer (``ha_evolve.engineer``)
+gives its own (one-turn episodes of ``HarnessEditEnv``), and every other step of the loop, the
+batch policy, the update, the metrics and the checkpoints, is this one.
+
 ``resume=True`` continues from ``checkpoint/``: the episodes of a half-done update that are already
 in its log are kept (they were sampled by the same weights with the same seeds) and the rest are run.
 """
@@ -28,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import mean
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.task import Task
@@ -126,25 +131,66 @@ class RolloutLedger:
         return self.preparation + self.comparison + self.training
 
 
-def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | Path, resume: bool = False,
+class RolloutSource(Protocol):
+    """What an update trains on: ``group_size`` records per item, each a ``trajectories.jsonl``-shaped
+    mapping (``instance_id``, ``run``, ``token_ids``, ``loss_mask``, ``logprobs``, ``reward``,
+    ``termination``, ``mask_sample``), written under ``out`` so a resumed update keeps what ran."""
+
+    def rollouts(self, items: Sequence[Any], group_size: int, client: Any, *, seed: int, out: Path,
+                 harness: HarnessSpec, skills: dict[str, str]) -> list[dict[str, Any]]: ...
+
+    def metrics(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """Extra metrics of the update's records (``comparison_rollouts``: rollouts of others the
+        source ran to score them, counted in the ledger's ``comparison``)."""
+        ...
+
+
+@dataclass
+class EpisodeSource:
+    """Repair episodes of the current harness (and the epoch's skills), through ``collect()``."""
+
+    episodes: EpisodeConfig
+    workers: int = 2
+    progress: bool = True
+
+    def rollouts(self, items: Sequence[Task], group_size: int, client: Any, *, seed: int, out: Path,
+                 harness: HarnessSpec, skills: dict[str, str]) -> list[dict[str, Any]]:
+        run = replace(self.episodes, harness=harness, seed=seed)
+        return collect(list(items), group_size, client, run, out=out, workers=self.workers,
+                       progress_bar=self.progress, skills=skills or None)
+
+    def metrics(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return {}
+
+
+def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Path, resume: bool = False,
           ledger: RolloutLedger | None = None,
           on_update: Callable[[dict[str, Any]], None] | None = None,
-          evolve: Callable[[int, HarnessSpec, Trainer], tuple[Any, ...]] | None = None) -> list[dict[str, Any]]:
+          evolve: Callable[[int, HarnessSpec, Trainer], tuple[Any, ...]] | None = None,
+          source: RolloutSource | None = None) -> list[dict[str, Any]]:
     """``evolve(epoch, harness, trainer) -> (harness for the epoch, comparison rollouts[, skills])``:
     what happens at an epoch's start (``ha train --evolve`` wires ``ha_evolve``'s schedule here, and
     ``--skill-teacher`` the skill teacher); its rollouts count as ``comparison`` in the ledger.
     ``skills`` (instance id -> text), when returned, are shown to every GRPO rollout of the epoch
-    (a non-trainable message) and kept in the checkpoint for a resume; evaluation never sees them."""
+    (a non-trainable message) and kept in the checkpoint for a resume; evaluation never sees them.
+
+    ``source``: where the groups come from (``RolloutSource``); default ``EpisodeSource`` over
+    ``tasks`` with ``config``'s harness, sandbox and token mode. ``tasks`` are the items it is given
+    (anything with an ``instance_id``). Evolution changes a harness, so it needs the default source."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     spec: HarnessSpec = load_spec(config.harness)
-    token_mode = config.token_mode or getattr(trainer, "token_mode", None)
-    if callable(token_mode):
-        token_mode = token_mode()
-    if token_mode is None:
-        raise ValueError("training needs token mode: give TrainConfig.token_mode (template and tokenizer) or a "
-                         "trainer with a token_mode")
-    episodes = EpisodeConfig.create(spec, sandbox=config.sandbox, env_options=config.env_kwargs, token_mode=token_mode)
+    if source is None:
+        token_mode = config.token_mode or getattr(trainer, "token_mode", None)
+        if callable(token_mode):
+            token_mode = token_mode()
+        if token_mode is None:
+            raise ValueError("training needs token mode: give TrainConfig.token_mode (template and tokenizer) or a "
+                             "trainer with a token_mode")
+        source = EpisodeSource(EpisodeConfig.create(spec, sandbox=config.sandbox, env_options=config.env_kwargs,
+                                                    token_mode=token_mode), config.workers, config.progress)
+    elif evolve is not None:
+        raise ValueError("evolution replaces the harness of repair episodes: it needs the default rollout source")
     sampler = TaskSampler(tasks, config.seed)
     ledger = ledger or RolloutLedger()
     metrics_path = out / "metrics.jsonl"
@@ -184,11 +230,13 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
                                   "harness": spec.to_dict(), "evolved_epoch": evolved, "skills": skills})
         batch_tasks = sampler.next(config.tasks_per_update)
         t0 = time.monotonic()
-        run = replace(episodes, harness=spec, seed=episode_seed(config.seed, "update", u))
-        records = collect(batch_tasks, config.group_size, trainer.client(), run, out=out / "rollouts" / f"update-{u:04d}",
-                          workers=config.workers, progress_bar=config.progress, skills=skills or None)
+        records = source.rollouts(batch_tasks, config.group_size, trainer.client(),
+                                  seed=episode_seed(config.seed, "update", u), out=out / "rollouts" / f"update-{u:04d}",
+                                  harness=spec, skills=skills)
         rollout_s = time.monotonic() - t0
         ledger.add("training", len(records))
+        extra = source.metrics(records)
+        ledger.add("comparison", int(extra.get("comparison_rollouts", 0)))
         report = rates([Rollout.from_record(r) for r in records])
         batch = prepare_batch(records, config.batch)
         t1 = time.monotonic()
@@ -202,7 +250,7 @@ def train(trainer: Trainer, tasks: list[Task], config: TrainConfig, out: str | P
                "mixed_groups": report.mixed_groups, "all_success_groups": report.all_success_groups,
                "all_failure_groups": report.all_failure_groups, "masked": report.masked,
                "batch_samples": len(batch.samples), "dropped": batch.dropped,
-               **{k: v for k, v in upd.items()},
+               **extra, **{k: v for k, v in upd.items()},
                "rollout_s": round(rollout_s, 3),
                "grading_s": round(sum(float((r.get("timings") or {}).get("grade_s", 0.0)) for r in records), 3),
                "update_s": round(update_s, 3), "ledger": {**asdict(ledger), "total": ledger.total}}

@@ -1,0 +1,147 @@
+"""Harness-R1 on CPU, end to end through the CLI: a tiny harness engineer trained with GRPO to patch
+the harness of a frozen fixture target, rewarded by re-running it.
+
+Set-up, per seed (every step is an `ha` command a user can run; the script prints them):
+
+1. the target ``hasty`` (``ha_agents.llm.fixture_policies``: careful and successful on a seeded 0.2
+   coin, else it submits at once; only a pre-action veto of that submit, or a forced test run,
+   turns it careful; reminders are ignored) is run once on the tasks (``ha eval``); its failures on
+   the RL partition form the batches (``ha engineer batches``), the rest of the tasks are held out;
+2. the warm start: the fixture menu (``ha engineer menu``: a helpful veto, the same advice as a
+   pre-decision reminder, a malformed patch, a no-op) is the teacher; ``ha engineer sft-data
+   --keep all`` scores every drawn candidate and ``ha engineer sft --init-model qwen`` fine-tunes a
+   tiny engineer on the whole mixture, so it starts writing each kind about equally often;
+3. GRPO (``ha engineer train``): K patches per batch and update, reward = mean(patched - base)
+   over the batch's tasks, m runs per task with common seeds;
+4. evaluation (``ha engineer eval``): the trained engineer's and the warm start's patch per batch
+   (the training temperature, 0.5: a tiny model copies a patch faithfully there; the same seeds), on the batch and on the held-out tasks, with paired CIs.
+
+Reported: per update, the reward and the helpful / wrong-point (neutral) / invalid / no-op rates;
+target rollouts split into base and patched, cache hits and rejected patches (which must run
+nothing); wall time split into the engineer's generation, the target's runs and the update.
+
+    python benchmarks/bench_engineer.py [--seeds 1 2 3] [--updates 8] [--k 8] [--runs 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from statistics import mean
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ha_cli.main import main as ha  # noqa: E402
+
+TASKS = ["mini__invoice_rounding", "mini__semver_ranges", "mini__ttl_cache", "mini__ini_interpolation",
+         "mini__table_render", "mini__url_router"]
+
+
+def run(argv: list[str]) -> None:
+    print("$ ha " + " ".join(shlex.quote(a) for a in argv), flush=True)
+    rc = ha(argv)
+    if rc != 0:
+        raise SystemExit(f"`ha {argv[0]} {argv[1] if len(argv) > 1 else ''}` exited {rc}")
+
+
+def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
+    d = root / f"seed-{seed}"
+    src = ["--suite", "mini", "--instances", *args.tasks]
+    target = ["--model", "hasty", "--harness", "h0", "--runs", str(args.runs), "--seed", str(seed), "--workers", "2"]
+    t0 = time.monotonic()
+    run(["eval", *src, "--model", "hasty", "--harness", "h0", "--seed", str(seed), "--no-progress",
+         "--out", str(d / "target")])
+    run(["engineer", "batches", *src, "--run", str(d / "target"), "--n", "2", "--seed", str(seed),
+         "--partition", "rl", "--fractions", "0", f"{args.rl_share:.4f}", "0", f"{1 - args.rl_share:.4f}",
+         "--partition-seed", str(seed), "--out", str(d / "batches.json")])
+    if not json.loads((d / "batches.json").read_text())["batches"]:
+        raise SystemExit(f"seed {seed}: the target failed fewer than 2 RL tasks; no batch")
+    run(["engineer", "menu", "--out", str(d / "menu.yaml")])
+    run(["engineer", "sft-data", *src, "--batches", str(d / "batches.json"), "--teacher", f"menu:{d / 'menu.yaml'}",
+         "--samples", "16", "--keep", "all", *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
+    run(["engineer", "sft", "--data", str(d / "e" / "sft.jsonl"), "--engineer", str(d / "engineer0"),
+         "--init-model", "qwen", "--epochs", str(args.sft_epochs), "--lr", "3e-3", "--engineer-seed", str(seed),
+         "--max-new-tokens", "160", "--out", str(d / "sft")])
+    setup_s = time.monotonic() - t0
+    run(["engineer", "train", *src, "--batches", str(d / "batches.json"), "--engineer", str(d / "sft" / "model"),
+         "--updates", str(args.updates), "--batches-per-update", "4", "--k", str(args.k), "--lr", str(args.lr),
+         "--max-new-tokens", "160", "--engineer-temperature", str(args.temperature), *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
+    metrics = [json.loads(x) for x in (d / "e" / "engineer" / "metrics.jsonl").read_text().splitlines()]
+    evals = {}
+    for name, model in (("warm", d / "sft" / "model"), ("trained", d / "e" / "engineer" / "checkpoint" / "model")):
+        run(["engineer", "eval", *src, "--batches", str(d / "batches.json"), "--engineer", f"hf:{model}",
+             "--engineer-temperature", str(args.temperature), "--heldout", "test", "--name", name, *target,
+             "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
+        evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
+    return {"seed": seed, "setup_s": round(setup_s, 1), "metrics": metrics, "eval": evals}
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for key, ax, title in (("reward_mean", axes[0], "reward (patched - base)"), ("helpful_rate", axes[1], "rates")):
+        for r in results:
+            xs = [m["update"] for m in r["metrics"]]
+            ax.plot(xs, [m[key] for m in r["metrics"]], marker="o", alpha=0.8, label=f"seed {r['seed']} {key.split('_')[0]}")
+            if key == "helpful_rate":
+                ax.plot(xs, [m["invalid_rate"] + m["no_op_rate"] for m in r["metrics"]], ls="--", alpha=0.6,
+                        label=f"seed {r['seed']} invalid+no-op")
+        ax.set_title(title)
+        ax.set_xlabel("update")
+        ax.grid(alpha=0.3)
+    axes[1].set_ylim(-0.02, 1.02)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--updates", type=int, default=8)
+    ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=4, help="target episodes per task on each side (m)")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--sft-epochs", type=int, default=150)
+    ap.add_argument("--temperature", type=float, default=0.5, help="the engineer's sampling temperature")
+    ap.add_argument("--tasks", nargs="+", default=TASKS)
+    ap.add_argument("--rl-share", type=float, default=0.67)
+    ap.add_argument("--root", default="runs/bench-engineer")
+    ap.add_argument("--plot", default=str(Path(__file__).with_name("engineer.png")))
+    args = ap.parse_args()
+    root = Path(args.root)
+    results = [one_seed(s, args, root) for s in args.seeds]
+    (root / "results.json").write_text(json.dumps(results, indent=1))
+    plot(results, Path(args.plot))
+    print("\nseed  reward first->last  helpful first->last  invalid+no-op first->last  target rollouts "
+          "(base/patched)  cache hits  rejected-with-rollouts  time gen/target/update s")
+    for r in results:
+        m = r["metrics"]
+        f, last = m[0], m[-1]
+        print(f"{r['seed']:>4}  {f['reward_mean']:+.3f} -> {last['reward_mean']:+.3f}   "
+              f"{f['helpful_rate']:.2f} -> {last['helpful_rate']:.2f}   "
+              f"{f['invalid_rate'] + f['no_op_rate']:.2f} -> {last['invalid_rate'] + last['no_op_rate']:.2f}   "
+              f"{sum(x['base_rollouts'] for x in m)}/{sum(x['patched_rollouts'] for x in m)}   "
+              f"{sum(x['cache_hits'] for x in m)}   {sum(x['invalid_with_rollouts'] for x in m)}   "
+              f"{sum(x['engineer_s'] for x in m):.0f}/{sum(x['scoring_s'] for x in m):.0f}/{sum(x['update_s'] for x in m):.0f}")
+    print("\nevaluation (the training temperature, unseen seeds): reward on the batches / on held-out tasks")
+    for r in results:
+        for name, e in r["eval"].items():
+            print(f"  seed {r['seed']} {name:<8} batches {e['batch_delta']:+.3f} {e['batch_delta_ci']}  held-out "
+                  f"{e['heldout_delta'] if e['heldout_delta'] is not None else float('nan'):+.3f} "
+                  f"{e['heldout_delta_ci']}  helpful {e['helpful_rate']:.2f}")
+    for name in ("warm", "trained"):
+        print(f"mean {name}: batches {mean(r['eval'][name]['batch_delta'] for r in results):+.3f}")
+
+
+if __name__ == "__main__":
+    main()
