@@ -20,7 +20,7 @@ Reported: per update, the reward and the helpful / wrong-point (neutral) / inval
 target rollouts split into base and patched, cache hits and rejected patches (which must run
 nothing); wall time split into the engineer's generation, the target's runs and the update.
 
-    python benchmarks/bench_engineer.py [--seeds 1 2 3] [--updates 8] [--k 8] [--runs 4]
+    python benchmarks/bench_engineer.py [--seeds 1 2 3] [--updates 12] [--k 8] [--runs 4] [--lr 3e-4]
 """
 
 from __future__ import annotations
@@ -53,31 +53,44 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
     src = ["--suite", "mini", "--instances", *args.tasks]
     target = ["--model", "hasty", "--harness", "h0", "--runs", str(args.runs), "--seed", str(seed), "--workers", "2"]
     t0 = time.monotonic()
-    run(["eval", *src, "--model", "hasty", "--harness", "h0", "--seed", str(seed), "--no-progress",
-         "--out", str(d / "target")])
-    run(["engineer", "batches", *src, "--run", str(d / "target"), "--n", "2", "--seed", str(seed),
-         "--partition", "rl", "--fractions", "0", f"{args.rl_share:.4f}", "0", f"{1 - args.rl_share:.4f}",
-         "--partition-seed", str(seed), "--out", str(d / "batches.json")])
+    done = lambda p: (d / p).exists() and args.resume  # noqa: E731 - a rerun keeps what is on disk
+    if not done("target"):
+        run(["eval", *src, "--model", "hasty", "--harness", "h0", "--seed", str(seed), "--no-progress",
+             "--out", str(d / "target")])
+    if not done("batches.json"):
+        run(["engineer", "batches", *src, "--run", str(d / "target"), "--n", "2", "--seed", str(seed),
+             "--partition", "rl", "--fractions", "0", f"{args.rl_share:.4f}", "0", f"{1 - args.rl_share:.4f}",
+             "--partition-seed", str(seed), "--out", str(d / "batches.json")])
     if not json.loads((d / "batches.json").read_text())["batches"]:
         raise SystemExit(f"seed {seed}: the target failed fewer than 2 RL tasks; no batch")
     run(["engineer", "menu", "--out", str(d / "menu.yaml")])
-    run(["engineer", "sft-data", *src, "--batches", str(d / "batches.json"), "--teacher", f"menu:{d / 'menu.yaml'}",
-         "--samples", "16", "--keep", "all", *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
-    run(["engineer", "sft", "--data", str(d / "e" / "sft.jsonl"), "--engineer", str(d / "engineer0"),
-         "--init-model", "qwen", "--epochs", str(args.sft_epochs), "--lr", "3e-3", "--engineer-seed", str(seed),
-         "--max-new-tokens", "160", "--out", str(d / "sft")])
+    if not done("e/sft.jsonl"):
+        run(["engineer", "sft-data", *src, "--batches", str(d / "batches.json"), "--teacher", f"menu:{d / 'menu.yaml'}",
+             "--samples", "16", "--keep", "all", *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
+    if not done("sft/model"):
+        run(["engineer", "sft", "--data", str(d / "e" / "sft.jsonl"), "--engineer", str(d / "engineer0"),
+             "--init-model", "qwen", "--epochs", str(args.sft_epochs), "--lr", "3e-3", "--engineer-seed", str(seed),
+             "--max-new-tokens", "160", "--out", str(d / "sft")])
+    teacher = [json.loads(x) for x in (d / "e" / "teacher-scores.jsonl").read_text().splitlines()]
     setup_s = time.monotonic() - t0
     run(["engineer", "train", *src, "--batches", str(d / "batches.json"), "--engineer", str(d / "sft" / "model"),
          "--updates", str(args.updates), "--batches-per-update", "4", "--k", str(args.k), "--lr", str(args.lr),
-         "--max-new-tokens", "160", "--engineer-temperature", str(args.temperature), *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
+         "--max-new-tokens", "160", "--engineer-temperature", str(args.temperature), *target, "--engineer-seed", str(seed),
+         "--out", str(d / "e")] + (["--resume"] if args.resume else []))
     metrics = [json.loads(x) for x in (d / "e" / "engineer" / "metrics.jsonl").read_text().splitlines()]
     evals = {}
     for name, model in (("warm", d / "sft" / "model"), ("trained", d / "e" / "engineer" / "checkpoint" / "model")):
         run(["engineer", "eval", *src, "--batches", str(d / "batches.json"), "--engineer", f"hf:{model}",
              "--engineer-temperature", str(args.temperature), "--heldout", "test", "--name", name, *target,
+             "--samples", str(args.eval_samples),
              "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
         evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
-    return {"seed": seed, "setup_s": round(setup_s, 1), "metrics": metrics, "eval": evals}
+    return {"seed": seed, "setup_s": round(setup_s, 1), "metrics": metrics, "eval": evals,
+            "teacher_rollouts": {"base": sum(t["info"].get("base_rollouts", 0) for t in teacher),
+                                 "patched": sum(t["info"].get("patched_rollouts", 0) for t in teacher),
+                                 "scored": len(teacher),
+                                 "rejected_with_rollouts": sum(1 for t in teacher if t["kind"] in ("invalid", "no_op")
+                                                               and t["info"].get("rollouts", 0))}}
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -107,15 +120,17 @@ def plot(results: list[dict], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--updates", type=int, default=8)
+    ap.add_argument("--updates", type=int, default=12)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--runs", type=int, default=4, help="target episodes per task on each side (m)")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--eval-samples", type=int, default=8, help="patches per batch in the evaluation")
     ap.add_argument("--sft-epochs", type=int, default=150)
     ap.add_argument("--temperature", type=float, default=0.5, help="the engineer's sampling temperature")
     ap.add_argument("--tasks", nargs="+", default=TASKS)
     ap.add_argument("--rl-share", type=float, default=0.67)
     ap.add_argument("--root", default="runs/bench-engineer")
+    ap.add_argument("--resume", action="store_true", help="keep the steps already on disk under --root")
     ap.add_argument("--plot", default=str(Path(__file__).with_name("engineer.png")))
     args = ap.parse_args()
     root = Path(args.root)
@@ -133,14 +148,33 @@ def main() -> None:
               f"{sum(x['base_rollouts'] for x in m)}/{sum(x['patched_rollouts'] for x in m)}   "
               f"{sum(x['cache_hits'] for x in m)}   {sum(x['invalid_with_rollouts'] for x in m)}   "
               f"{sum(x['engineer_s'] for x in m):.0f}/{sum(x['scoring_s'] for x in m):.0f}/{sum(x['update_s'] for x in m):.0f}")
-    print("\nevaluation (the training temperature, unseen seeds): reward on the batches / on held-out tasks")
+    print("(training's target rollouts are 0 where the warm-start scoring already ran every harness the engineer "
+          "wrote: the cache is keyed by the applied harness)")
+    for r in results:
+        t = r["teacher_rollouts"]
+        print(f"  seed {r['seed']} warm-start scoring: {t['scored']} patches, target rollouts base {t['base']} / "
+              f"patched {t['patched']}, rejected with rollouts {t['rejected_with_rollouts']}")
+    print("\nevaluation (the training temperature, unseen engineer seeds): reward on the batches / on held-out tasks "
+          "(95% CI over the pooled per-task differences)")
+    fmt = lambda ci: "[" + ", ".join(f"{x:+.3f}" for x in ci) + "]" if ci else "[]"  # noqa: E731
     for r in results:
         for name, e in r["eval"].items():
-            print(f"  seed {r['seed']} {name:<8} batches {e['batch_delta']:+.3f} {e['batch_delta_ci']}  held-out "
+            print(f"  seed {r['seed']} {name:<8} batches {e['batch_delta']:+.3f} {fmt(e['batch_delta_ci'])}  held-out "
                   f"{e['heldout_delta'] if e['heldout_delta'] is not None else float('nan'):+.3f} "
-                  f"{e['heldout_delta_ci']}  helpful {e['helpful_rate']:.2f}")
-    for name in ("warm", "trained"):
-        print(f"mean {name}: batches {mean(r['eval'][name]['batch_delta'] for r in results):+.3f}")
+                  f"{fmt(e['heldout_delta_ci'])}  pass@1 held-out {e.get('heldout_pass_base', float('nan')):.3f} -> "
+                  f"{e.get('heldout_pass_patched', float('nan')):.3f}  helpful {e['helpful_rate']:.2f}  "
+                  f"overfit gap {e['overfit_gap'] if e['overfit_gap'] is not None else float('nan'):+.3f}")
+    from ha_agents.runs.compare import percentile_interval
+
+    import numpy as np
+
+    for key in ("batch_delta", "heldout_delta"):
+        d = np.array([r["eval"]["trained"][key] - r["eval"]["warm"][key] for r in results], dtype=float)
+        boot = d[np.random.default_rng(0).integers(0, len(d), size=(4000, len(d)))].mean(axis=1)
+        lo, hi = percentile_interval(boot)
+        print(f"trained - warm, {key}: {d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] (seeds as replicates, n={len(d)}); "
+              f"warm {mean(r['eval']['warm'][key] for r in results):+.3f}, "
+              f"trained {mean(r['eval']['trained'][key] for r in results):+.3f}")
 
 
 if __name__ == "__main__":

@@ -277,8 +277,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if client is None:  # no patch: the baseline row of a comparison (reward 0 by construction, no rollout)
         from ha_agents.llm.scripted import ScriptedClient
 
-        client = ScriptedClient(["no patch"] * len(env.batches), name="none")
-    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row)
+        client = ScriptedClient(["no patch"] * len(env.batches) * args.samples, name="none")
+    if args.samples < 1:
+        raise ValueError(f"--samples {args.samples}: at least 1")
+    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row, samples=args.samples)
     s = result["summary"]
     (out / f"eval-{args.name}.json").write_text(json.dumps({"engineer": args.engineer, "heldout": args.heldout,
                                                             **s}, indent=1))
@@ -412,6 +414,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--heldout-instances", nargs="+", default=None, metavar="ID",
                    help="also score each patch on these tasks (less the batch's)")
     p.add_argument("--name", default="engineer", help="names the output files (eval-NAME.json, .jsonl)")
+    p.add_argument("--samples", type=int, default=1, help="patches per batch (each its own seed)")
     _add_target(p, "runs/engineer")
     _add_engineer(p, local=False)
     p.set_defaults(func=cmd_eval)

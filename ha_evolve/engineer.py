@@ -199,6 +199,10 @@ def sft_samples(rows: Sequence[dict[str, Any]], token_mode: TokenMode) -> list[S
 # -- evaluation --------------------------------------------------------------------------------
 
 def _diffs(info: dict[str, Any]) -> list[float]:
+    """Per-task differences of a scored patch; an invalid, no-op or truncated one earns 0 on every
+    task of its batch (it leaves the harness as it was); a masked sample has none."""
+    if info.get("stage") not in ("passed", "masked", "aborted"):
+        return [0.0] * len(info.get("tasks", []))
     kept = [i for i in info.get("tasks", []) if i not in set(info.get("masked", []))
             and info.get("base", {}).get(i) is not None and info.get("patched", {}).get(i) is not None]
     return [info["patched"][i] - info["base"][i] for i in kept]
@@ -228,20 +232,21 @@ def heldout(env: HarnessEditEnv, reply: str, task_ids: Sequence[str]) -> dict[st
 
 
 def evaluate(client: Any, env: HarnessEditEnv, heldout_ids: Sequence[str] = (), seed: int | None = 0,
-             on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Every batch once: the engineer's patch, its reward on the batch (the env's) and, with
-    ``heldout_ids``, on those tasks less the batch's. Pooled: mean reward on the batches and on
+             on_row: Callable[[dict[str, Any]], None] | None = None, samples: int = 1) -> dict[str, Any]:
+    """Every batch ``samples`` times: the engineer's patch, its reward on the batch (the env's) and,
+    with ``heldout_ids``, on those tasks less the batch's. Pooled: mean reward on the batches and on
     held-out tasks with paired bootstrap CIs over the per-task differences, the overfit gap, and
     the patches' rates."""
     rows = []
     for b in range(len(env.batches)):
-        row = propose(client, env, b, None if seed is None else episode_seed(seed, f"batch-{b:04d}", 1))
-        others = [i for i in heldout_ids if i not in set(row["tasks"])]
-        if others:
-            row["heldout"] = heldout(env, row["reply"], others)
-        rows.append(row)
-        if on_row:
-            on_row(row)
+        for j in range(1, samples + 1):
+            row = propose(client, env, b, None if seed is None else episode_seed(seed, f"batch-{b:04d}", j))
+            others = [i for i in heldout_ids if i not in set(row["tasks"])]
+            if others:
+                row["heldout"] = heldout(env, row["reply"], others)
+            rows.append(row)
+            if on_row:
+                on_row(row)
     on_batch = [d for r in rows for d in _diffs(r["info"])]
     off = [d for r in rows for d in (r.get("heldout") or {}).get("diffs", [])]
     summary = {**summarize(rows), "batches": len(rows),
