@@ -101,16 +101,18 @@ def plot(results: list[dict], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for key, ax, title in (("reward_mean", axes[0], "reward (patched - base)"), ("helpful_rate", axes[1], "rates")):
-        for r in results:
+        for i, r in enumerate(results):
             xs = [m["update"] for m in r["metrics"]]
-            ax.plot(xs, [m[key] for m in r["metrics"]], marker="o", alpha=0.8, label=f"seed {r['seed']} {key.split('_')[0]}")
+            ax.plot(xs, [m[key] for m in r["metrics"]], marker="o", alpha=0.8, color=f"C{i}",
+                    label=f"seed {r['seed']} {key.split('_')[0]}")
             if key == "helpful_rate":
                 ax.plot(xs, [m["invalid_rate"] + m["no_op_rate"] for m in r["metrics"]], ls="--", alpha=0.6,
-                        label=f"seed {r['seed']} invalid+no-op")
+                        color=f"C{i}", label=f"seed {r['seed']} invalid+no-op")
         ax.set_title(title)
         ax.set_xlabel("update")
         ax.grid(alpha=0.3)
     axes[1].set_ylim(-0.02, 1.02)
+    axes[0].legend(fontsize=7)
     axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
