@@ -37,14 +37,14 @@ def test_hasty_target_is_helped_by_a_veto_or_a_forced_run_not_a_reminder(tmp_pat
     menu = {m["kind"]: m["reply"] for m in FIXTURE_MENU}
     force = ("<patch>ops: [{op: add_hook, hook: {name: show_tests, rule: {point: post_feedback, trigger: {tool: bash}, "
              "message: Tests ran., force: {command: 'python -m pytest -q 2>&1 | tail -3', timeout_s: 60}}}}]</patch>")
-    env = HarnessEditEnv(Target("hasty", "h0", runs=4, seed=3), [SUITE[IDS[0]]], [[IDS[0]]], [], tmp_path)
+    env = HarnessEditEnv(Target("hasty", "h0", runs=2, seed=3), [SUITE[IDS[0]]], [[IDS[0]]], [], tmp_path)
     got = {}
     for name, reply in (("veto", menu["helpful"]), ("reminder", menu["wrong_point"]), ("force", force)):
         env.reset()
         _, reward, _, _, info = env.step(reply)
         got[name] = (info["base"][IDS[0]], info["patched"][IDS[0]])
     base = got["veto"][0]
-    assert base < 1.0  # seed 3: at least one hasty episode among the four
+    assert base < 1.0  # seed 3: at least one hasty episode of the two
     assert got["veto"] == (base, 1.0) and got["force"] == (base, 1.0)
     assert got["reminder"] == (base, base)  # the wrong lifecycle point changes nothing
 
