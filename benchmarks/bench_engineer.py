@@ -166,15 +166,12 @@ def main() -> None:
                   f"{fmt(e['heldout_delta_ci'])}  pass@1 held-out {e.get('heldout_pass_base', float('nan')):.3f} -> "
                   f"{e.get('heldout_pass_patched', float('nan')):.3f}  helpful {e['helpful_rate']:.2f}  "
                   f"overfit gap {e['overfit_gap'] if e['overfit_gap'] is not None else float('nan'):+.3f}")
-    from ha_agents.runs.compare import percentile_interval
-
-    import numpy as np
+    from ha_evolve.harness_edit import paired_ci
 
     for key in ("batch_delta", "heldout_delta"):
-        d = np.array([r["eval"]["trained"][key] - r["eval"]["warm"][key] for r in results], dtype=float)
-        boot = d[np.random.default_rng(0).integers(0, len(d), size=(4000, len(d)))].mean(axis=1)
-        lo, hi = percentile_interval(boot)
-        print(f"trained - warm, {key}: {d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] (seeds as replicates, n={len(d)}); "
+        d = [r["eval"]["trained"][key] - r["eval"]["warm"][key] for r in results]
+        lo, hi = paired_ci(d)
+        print(f"trained - warm, {key}: {mean(d):+.3f} [{lo:+.3f}, {hi:+.3f}] (seeds as replicates, n={len(d)}); "
               f"warm {mean(r['eval']['warm'][key] for r in results):+.3f}, "
               f"trained {mean(r['eval']['trained'][key] for r in results):+.3f}")
 

@@ -231,7 +231,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = _batches(args.batches)
     trainer = _local_trainer(args)
     items = batch_items(data["batches"])
-    source = EngineerSource(lambda: _env(args, data), trainer.token_mode)
+    source = EngineerSource(_env(args, data), trainer.token_mode)
     config = TrainConfig(updates=args.updates, tasks_per_update=args.batches_per_update, group_size=args.k,
                          seed=args.engineer_seed, progress=False,
                          batch=BatchPolicy(normalize_std=args.normalize_std))

@@ -70,8 +70,6 @@ def outcome_kind(info: dict[str, Any], reward: float) -> str:
         return "helpful" if reward > 0 else "harmful" if reward < 0 else "neutral"
     if stage in ("no_op", "masked", "truncated"):
         return str(stage)
-    if stage == "aborted":
-        return "masked"
     return "invalid"
 
 
@@ -80,7 +78,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     info's fields at the top level)."""
     n = len(rows)
     infos = [r.get("info", r) for r in rows]
-    kinds = Counter(outcome_kind(i, float(r.get("reward", 0.0))) for r, i in zip(rows, infos))
+    each = [outcome_kind(i, float(r.get("reward", 0.0))) for r, i in zip(rows, infos)]
+    kinds = Counter(each)
     share = (lambda k: kinds[k] / n) if n else (lambda k: 0.0)
     return {"patches": n,
             "valid_rate": sum(kinds[k] for k in ("helpful", "neutral", "harmful", "no_op", "masked")) / n if n else 0.0,
@@ -94,17 +93,16 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "engineer_s": round(sum(float((r.get("timings") or {}).get("model_s", 0.0)) for r in rows), 3),
             "scoring_s": round(sum(float((r.get("timings") or {}).get("episode_s", 0.0))
                                    - float((r.get("timings") or {}).get("model_s", 0.0)) for r in rows), 3),
-            "invalid_with_rollouts": sum(1 for r, i in zip(rows, infos)
-                                         if outcome_kind(i, float(r.get("reward", 0.0))) in ("invalid", "no_op")
-                                         and int(i.get("rollouts", 0)))}
+            "invalid_with_rollouts": sum(1 for k, i in zip(each, infos)
+                                         if k in ("invalid", "no_op") and int(i.get("rollouts", 0)))}
 
 
 @dataclass
 class EngineerSource:
-    """The driver's rollout source for the harness engineer: ``group_size`` patches per batch, one
-    turn of ``AgentLoop`` on a fresh ``HarnessEditEnv`` each (they share its outcome cache)."""
+    """The driver's rollout source for the harness engineer: ``group_size`` patches per batch, each
+    one turn of ``AgentLoop`` on ``env`` (its tasks, records and outcome cache loaded once)."""
 
-    make_env: Callable[[], HarnessEditEnv]
+    env: HarnessEditEnv
     token_mode: TokenMode
 
     def rollouts(self, items: Sequence[EngineerBatch], group_size: int, client: Any, *, seed: int, out: Path,
@@ -118,7 +116,7 @@ class EngineerSource:
             for k in range(1, group_size + 1):
                 if (item.instance_id, k) in done:
                     continue
-                traj = loop.run(self.make_env(), task=item, seed=episode_seed(seed, item.instance_id, k))
+                traj = loop.run(self.env, task=item, seed=episode_seed(seed, item.instance_id, k))
                 log.append(engineer_record(traj.to_dict(), item, k))
         ids = {i.instance_id for i in items}
         return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
@@ -201,7 +199,7 @@ def sft_samples(rows: Sequence[dict[str, Any]], token_mode: TokenMode) -> list[S
 def _diffs(info: dict[str, Any]) -> list[float]:
     """Per-task differences of a scored patch; an invalid, no-op or truncated one earns 0 on every
     task of its batch (it leaves the harness as it was); a masked sample has none."""
-    if info.get("stage") not in ("passed", "masked", "aborted"):
+    if info.get("stage") not in ("passed", "masked"):
         return [0.0] * len(info.get("tasks", []))
     kept = [i for i in info.get("tasks", []) if i not in set(info.get("masked", []))
             and info.get("base", {}).get(i) is not None and info.get("patched", {}).get(i) is not None]

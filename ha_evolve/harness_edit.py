@@ -245,14 +245,6 @@ class EngineerBatch:
     def instance_id(self) -> str:
         return f"batch-{self.index:04d}"
 
-    @property
-    def repo(self) -> str:
-        return ""
-
-
-TERMINATIONS = {"passed": "patch_scored", "no_op": "no_op_patch", "masked": "sandbox_error"}
-"""The episode's termination by validation stage; any other stage (parse, ops, spec, ...) is
-``invalid_patch``. A masked sample ends ``sandbox_error`` (in ``MASKED``: no verdict)."""
 
 
 class HarnessEditEnv(gymnasium.Env):
@@ -284,17 +276,17 @@ class HarnessEditEnv(gymnasium.Env):
         """The batch being edited (what ``AgentLoop`` hands a scripted client's ``start``)."""
         return self._item
 
+    def _ended(self, **info: Any):
+        self._batch = None
+        return [], 0.0, True, False, {"rollouts": 0, "cache_hits": 0, "masked": [], "points": [], **info}
+
     def end(self, reason: str):
         """Ended from outside (the engineer's reply ran out of context): no patch, truncated."""
-        self._batch = None
-        return [], 0.0, True, False, {"termination": reason, "stage": "truncated", "reason": reason,
-                                      "rollouts": 0, "cache_hits": 0, "masked": [], "points": []}
+        return self._ended(termination=reason, stage="truncated", reason=reason)
 
     def abort(self, message: str, reason: str = "model_error"):
         """The engineer's model failed for good: no verdict, masked."""
-        self._batch = None
-        return [], 0.0, True, False, {"termination": reason, "mask_sample": True, "stage": "aborted",
-                                      "reason": message, "rollouts": 0, "cache_hits": 0, "masked": [], "points": []}
+        return self._ended(termination=reason, mask_sample=True, stage="masked", reason=message)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -332,7 +324,7 @@ class HarnessEditEnv(gymnasium.Env):
         info["patched_harness"] = spec.hash
         if spec.hash == self.base_spec.hash:
             info.update(stage="no_op", reason="the patch leaves the harness as it was (same hash)",
-                        termination=TERMINATIONS["no_op"])
+                        termination="no_op_patch")
             return [], 0.0, True, False, info
         base = run_side(self.target, self.base_spec, batch, self.tasks, self.cache, self.out / "runs")
         patched = run_side(self.target, spec, batch, self.tasks, self.cache, self.out / "runs")
@@ -346,12 +338,12 @@ class HarnessEditEnv(gymnasium.Env):
         info["patched"] = {i: patched.rates.get(i) for i in batch}
         if not kept or len(dropped) > self.max_masked_share * len(batch):
             info.update(stage="masked", reason=f"{len(dropped)} of {len(batch)} tasks masked on a side", mask_sample=True,
-                        termination=TERMINATIONS["masked"])
+                        termination="sandbox_error")  # in MASKED: no verdict
             return [], 0.0, True, False, info
         diffs = [patched.rates[i] - base.rates[i] for i in kept]
         reward = float(np.mean(diffs))
         info["delta"], info["delta_ci"] = reward, list(paired_ci(diffs))
-        info["termination"] = TERMINATIONS["passed"]
+        info["termination"] = "patch_scored"
         return [], reward, True, False, info
 
 

@@ -28,10 +28,10 @@ def test_grpo_teaches_the_engineer_the_helpful_patch(tmp_path):
     from ha_agents.train.models import init_model, suite_corpus
 
     target = Target("hasty", "h0", runs=2, seed=1)
-    make_env = lambda: HarnessEditEnv(target, [SUITE[i] for i in IDS], [IDS], [], tmp_path / "e")  # noqa: E731
+    env = HarnessEditEnv(target, [SUITE[i] for i in IDS], [IDS], [], tmp_path / "e")
     menu = tmp_path / "menu.yaml"
     menu.write_text(yaml.safe_dump(FIXTURE_MENU))
-    rows = sft_data(make_model(f"menu:{menu}"), make_env(), samples=8, seed=1, keep="all")
+    rows = sft_data(make_model(f"menu:{menu}"), env, samples=8, seed=1, keep="all")
     assert {r["kind"] for r in rows} == {"helpful", "neutral", "invalid", "no_op"}
     assert all(r["info"]["rollouts"] == 0 for r in rows if r["kind"] in ("invalid", "no_op"))
     corpus = suite_corpus() + [rows[0]["messages"][0]["content"]] + [m["reply"] for m in FIXTURE_MENU] * 8
@@ -42,7 +42,7 @@ def test_grpo_teaches_the_engineer_the_helpful_patch(tmp_path):
     trainer = LocalTrainer(tmp_path / "warm" / "model", LocalConfig(lr=3e-4, temperature=0.5, max_new_tokens=120))
     history = train(trainer, batch_items([IDS]), TrainConfig(updates=6, tasks_per_update=1, group_size=8, seed=1,
                                                              progress=False),
-                    tmp_path / "run", source=EngineerSource(make_env, trainer.token_mode))
+                    tmp_path / "run", source=EngineerSource(env, trainer.token_mode))
     first, last = history[0], history[-2:]
     late = lambda k: sum(r[k] for r in last) / len(last)  # noqa: E731
     assert late("helpful_rate") > first["helpful_rate"], [r["helpful_rate"] for r in history]
