@@ -69,6 +69,9 @@ class ValidationResult:
     with the gold patch or the empty one and at base alike; empty otherwise."""
     fault_cause: str = ""
     """That fault in words."""
+    canaries: dict = field(default_factory=dict)
+    """How the hidden canary tests came out in each grading (``{"gold": {...}, "empty": {...}}``,
+    the grade reports' counts); empty when none were planted."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -101,6 +104,7 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
         return res
     res.gold_status, res.empty_status = gold.status, empty.status
     res.seconds = round(gold.duration_s + empty.duration_s, 2)
+    res.canaries = {side: r.canaries for side, r in (("gold", gold), ("empty", empty)) if r.canaries}
     if not task.gold_patch.strip():
         res.problems.append("the task has no gold patch")
     if not gold.resolved:
@@ -108,7 +112,7 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
         why = gold.error or "; ".join(gold.tampering)
         res.problems.append(f"gold patch does not resolve ({gold.status}{': ' + why if why else ''}); "
                             f"failing: {_short(bad)}")
-    if empty.status == "tests_tampered":  # an honest base must never look forged
+    if empty.status in ("tests_tampered", "verdict_tampered"):  # an honest base must never look forged
         res.problems.append(f"the empty patch's test log was not believed: {'; '.join(empty.tampering)[:400]}")
     if empty.resolved:
         res.problems.append("the empty patch resolves the task")
@@ -317,6 +321,7 @@ def summary_markdown(results: list[ValidationResult], title: str = "Validation")
         ok = sum(r.ok for r in eligible)
         lines += ["", f"Needing neither network nor what this machine lacks: {ok}/{len(eligible)} validate "
                       f"({100 * ok / len(eligible):.1f}%)."]
+    lines += _canary_lines(results)
     bad = [r for r in results if not r.ok]
     if bad:
         lines += ["", "| instance | cause | gold | empty | problems |", "|---|---|---|---|---|"]
@@ -330,6 +335,18 @@ def summary_markdown(results: list[ValidationResult], title: str = "Validation")
         lines += ["", "Notes (what was not checked):"]
         lines += [f"- `{r.instance_id}`: " + "; ".join(r.notes).replace("\n", " ") for r in noted]
     return "\n".join(lines) + "\n"
+
+
+def _canary_lines(results: list[ValidationResult]) -> list[str]:
+    """One line on the hidden canaries of the sweep's gradings (``GradeReport.canaries``)."""
+    graded = [c for r in results for c in r.canaries.values()]
+    if not graded:
+        return []
+    total = {k: sum(c.get(k, 0) for c in graded) for k in ("files", "planted", "must_fail", "reported", "as_planted")}
+    with_canaries = sum(bool(r.canaries) for r in results)
+    return ["", f"Hidden canaries: planted in {len(graded)} gradings of {with_canaries} instances ({total['files']} "
+                f"test files, {total['planted']} canaries, {total['must_fail']} must fail); {total['reported']} "
+                f"found in the runners' reports, {total['as_planted']} came out as planted."]
 
 
 def _short(items: dict[str, str] | list[str]) -> str:

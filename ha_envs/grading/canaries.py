@@ -18,12 +18,20 @@ that fails to compile or import is an ordinary failure). Canary results are take
 statuses before the verdict, never count as FAIL_TO_PASS or PASS_TO_PASS tests, and their names
 are redacted from what the grade report keeps of the log.
 
-Not planted (``plan`` returns None): SWE-bench Pro (Scale's run scripts and parser) and R2E-Gym
-(whose rule compares the whole parsed log), files of runners not listed above, files whose tests
-the command picks by name (a node id, ``-k``, ``-run``, a filter: ``selects_by_name``), and
-must-fail canaries where the runner stops at the first failure (``pytest -x``, ``--maxfail``,
-``go test -failfast``, ``cargo test`` without ``--no-fail-fast``, ``--bail``): there only must-pass
-ones. The text of the canaries is ``canary_writers.py``'s.
+Where the command picks tests by name, the grader widens its filter so the canaries run too
+(``widen``): a ``go test -run`` pattern gains ``|^(Canary...)$``, a ``cargo test`` filter gains the
+canaries' names as further filters after ``--``; SWE-bench Pro's run scripts get the canaries
+through the arguments Scale's entry script gives them (the selected test files, or for Go the
+selected test names the script turns into its ``-run`` pattern), and only the test files the script
+runs host canaries.
+
+Not planted (``plan`` returns None): R2E-Gym (whose rule compares the whole parsed log), files of
+runners not listed above, files whose tests the command picks by a filter that cannot be widened
+safely (a node id, ``-k``, a Go pattern with subtest levels, ``cargo test --exact``, jest, mocha and
+node name patterns: ``selects_by_name``), and must-fail canaries where the runner stops at the first
+failure (``pytest -x``, ``--maxfail``, ``go test -failfast``, ``cargo test`` without
+``--no-fail-fast``, ``--bail``): there only must-pass ones. The text of the canaries is
+``canary_writers.py``'s.
 """
 
 from __future__ import annotations
@@ -53,6 +61,9 @@ class CanaryPlan:
     """File -> the text appended to it: the hidden test file, or a new file beside it."""
     host_tests: dict[str, list[str]] = field(default_factory=dict)
     """Hidden test file -> names of its own tests (to tell a file that ran from one that did not)."""
+    command: str = ""
+    """The test command with its name filter widened to the canaries (``widen``); empty when the
+    task's own command runs them as it is."""
 
     @property
     def must_fail(self) -> bool:
@@ -113,6 +124,17 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
     return reasons
 
 
+def summary(plan: CanaryPlan | None, statuses: dict[str, str]) -> dict[str, int]:
+    """Counts of how the canaries came out (the grade report's ``canaries``); {} without a plan."""
+    if plan is None or not plan.canaries:
+        return {}
+    _, results = split(plan, statuses)
+    return {"files": len(plan.host_tests), "planted": len(results),
+            "must_fail": sum(c.must_fail for c in results),
+            "reported": sum(s != "MISSING" for s in results.values()),
+            "as_planted": sum((s in (FAILED, ERROR)) if c.must_fail else s == PASSED for c, s in results.items())}
+
+
 def redact(plan: CanaryPlan | None, text: str) -> str:
     """``text`` with the canaries' names replaced (what the grade report keeps of the log)."""
     if plan is None:
@@ -125,8 +147,8 @@ def redact(plan: CanaryPlan | None, text: str) -> str:
 def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None) -> CanaryPlan | None:
     """Read the installed hidden test files in the grading sandbox, plan the canaries and append
     them there (two shell calls). None when the task gets none."""
-    paths = [p for p in task.hidden_test_files if p.endswith((".py", ".js", ".mjs", ".cjs", "_test.go", ".rs"))]
-    if not paths or task.tests.log_parser in ("pro", "r2e"):
+    paths = [p for p in _host_candidates(task) if p.endswith((".py", ".js", ".mjs", ".cjs", "_test.go", ".rs"))]
+    if not paths or task.tests.log_parser == "r2e":
         return None
     script = ("for p in " + " ".join(ansi_c_quote(p) for p in paths[:MAX_HOSTS * 4]) +
               '; do if [ -f "$p" ] && [ ! -L "$p" ]; then printf \'HA_SRC %s \' "$p"; base64 -w0 -- "$p"; echo; fi; done; '
@@ -216,9 +238,94 @@ def selects_by_name(kind: str, path: str, command: str) -> bool:
 
 
 def kind_of(task: Task, path: str, text: str) -> str | None:
-    """Which writer fits the hidden test file (None: no canary for it)."""
+    """Which writer fits the hidden test file (None: no canary for it, or none that would run)."""
     kind = _kind(task, path, text)
-    return None if kind is None or selects_by_name(kind, path, task.tests.test_command) else kind
+    if kind is None or (_filtered(task, kind, path) and widen(task, kind, task.tests.test_command, ["TestX"]) is None):
+        return None
+    return kind
+
+
+def _filtered(task: Task, kind: str, path: str) -> bool:
+    """The command runs only the tests of ``path`` it names (Pro: Go's run scripts always do)."""
+    if task.tests.log_parser == "pro" and kind == "go":
+        return True
+    return selects_by_name(kind, path, task.tests.test_command)
+
+
+# -- widening the command's name filter ------------------------------------------------------------
+
+_PRO_ARGS = re.compile(r"""(bash "\$HA_W/run_script\.sh" )'((?:[^'\\]|'"'"')*)'""")
+_GO_RUN = re.compile(r"""(?<=\s)-run(?:=|\s+)('[^']*'|"(?:[^"$`\\]|\$(?![\w{(]))*"|(?:[^\s'"$`;&|\\]|\$(?![\w{(]))+)""")
+"""A ``-run`` pattern: single-quoted, or double-quoted or bare without expansions (a ``$`` only as
+the regular expression's end)."""
+
+
+def widen(task: Task, kind: str, command: str, names: list[str]) -> str | None:
+    """``command`` with its test-name filter widened so the tests ``names`` run too; None when the
+    filter cannot be widened safely (the file then gets no canaries)."""
+    if task.tests.log_parser == "pro":
+        return _widen_pro(command, names) if kind == "go" else None
+    if kind == "go":
+        return _widen_go(command, names)
+    if kind == "cargo":
+        return _widen_cargo(command, names)
+    return None
+
+
+def _widen_pro(command: str, names: list[str]) -> str | None:
+    """Scale's Go run scripts turn their arguments (test names) into ``-run "^(a|b)$"``: the names
+    go in as further arguments."""
+    if not re.search(r"\bgo\s+test\b", command) or "-run" not in command:
+        return None
+    m = _PRO_ARGS.search(command)
+    if m is None or not m.group(2):
+        return None
+    return command[:m.start()] + f"{m.group(1)}'{m.group(2)},{','.join(names)}'" + command[m.end():]
+
+
+def _widen_go(command: str, names: list[str]) -> str | None:
+    found = list(_GO_RUN.finditer(command))
+    if not found:
+        return None
+    extra = "^(" + "|".join(names) + ")$"
+    out, last = [], 0
+    for m in found:
+        pattern = m.group(1)
+        inner = pattern[1:-1] if pattern[:1] in "'\"" else pattern
+        # a slash splits go's pattern into subtest levels: an alternative would land in a level
+        if not inner or "/" in inner or "'" in inner:
+            return None
+        out += [command[last:m.start()], f"-run '{inner}|{extra}'"]
+        last = m.end()
+    return "".join(out) + command[last:]
+
+
+def _widen_cargo(command: str, names: list[str]) -> str | None:
+    """libtest takes several filters (a test runs when any matches): the names go after ``--``."""
+    m = re.search(r"\bcargo\s+(?:\+\S+\s+)?test\b", command)
+    if m is None or re.search(r"--exact\b", command) or re.search(r"\bcargo\s+(?:\+\S+\s+)?test\b", command[m.end():]):
+        return None
+    end = m.end() + re.search(r"[;&|]|$", command[m.end():]).start()
+    invocation = command[m.end():end].rstrip()
+    tail = " " + " ".join(names)
+    if re.search(r"(?:^|\s)--(?:\s|$)", invocation):
+        widened = re.sub(r"(?:^|\s)--(?=\s|$)", lambda d: d.group(0) + tail, invocation, count=1)
+    else:
+        widened = invocation + " --" + tail
+    return command[:m.end()] + widened + command[m.end() + len(invocation):]
+
+
+def _host_candidates(task: Task) -> list[str]:
+    """Files that may host canaries: the hidden test files; for SWE-bench Pro those the run script
+    runs (the selected test files; Go scripts take test names, so every hidden test file)."""
+    files = list(task.hidden_test_files)
+    if task.tests.log_parser != "pro":
+        return files
+    selected = [str(s) for s in task.metadata.get("selected_test_files", ())]
+    whole = {s for s in selected if "::" not in s and " | " not in s and "/" in s and "." in PurePosixPath(s).name}
+    if not whole:  # test names (Go), not files
+        return [p for p in files if p.endswith("_test.go")]
+    return [p for p in files if p in whole]
 
 
 def _kind(task: Task, path: str, text: str) -> str | None:
@@ -260,9 +367,9 @@ def own_tests(kind: str, text: str) -> list[str]:
 
 
 def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) -> CanaryPlan | None:
-    """The canaries for one grading: ``sources`` are the hidden test files as installed (path ->
-    text). ``rng``: the grader's own by default (``secrets``); a test may pass a seeded one."""
-    if task.tests.log_parser in ("pro", "r2e"):
+    """The canaries for one grading: ``sources`` are the files that may host them as installed (path
+    -> text; ``plant`` reads ``_host_candidates``). ``rng``: the grader's own by default (``secrets``); a test may pass a seeded one."""
+    if task.tests.log_parser == "r2e":
         return None
     rng = rng or random.Random(secrets.randbits(128))
     allow_fail = not stops_at_first_failure(task.tests.test_command)
@@ -293,6 +400,12 @@ def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) 
                 continue
             head = f"package {pkg.group(1)}\n\nimport \"testing\"\n"
         out.appends[target] = head + WRITERS[kind](text, canaries, rng, taken)
+        if _filtered(task, kind, path):
+            widened = widen(task, kind, out.command or task.tests.test_command, [c.name for c in canaries])
+            if widened is None:  # kind_of said it could be widened; a later file's kind may not
+                del out.appends[target]
+                continue
+            out.command = widened
         out.canaries += canaries
         out.host_tests[path] = existing
         if len(out.appends) == MAX_HOSTS:

@@ -118,10 +118,14 @@ class GradeReport:
     """The rule's split, in swebench's layout: ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]},
     "PASS_TO_PASS": {...}}``."""
     overruled: str = ""
+    """Why a resolution that swebench's rule granted was taken away by our guards (``verdicts.py``)."""
     network_errors: list[str] = field(default_factory=list)
     """Up to five distinct lines of the whole test log that show a test reaching for the network
     (name resolution, refused or unreachable connections): why a failure may be the machine's."""
-    """Why a resolution that swebench's rule granted was taken away by our guards (``verdicts.py``)."""
+    canaries: dict[str, int] = field(default_factory=dict)
+    """How the hidden canary tests of this grading came out, as counts only (their names never
+    leave the grader): ``files``, ``planted``, ``must_fail``, ``reported`` (found in the runner's
+    report), ``as_planted`` (failed or passed as they must); empty when none were planted."""
 
     def flag(self, name: str, why: str) -> None:
         if name not in self.flags:
@@ -287,6 +291,7 @@ class Grader:
             reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
             simple = _simple(task.tests.test_command)
             forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
+            report.canaries = canary_tests.summary(plan, statuses)
             if report.resolved or forged:
                 forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
                                               evidence.timed_out, simple)
@@ -358,7 +363,8 @@ class Grader:
                                              tail_bytes=0).output)
                 if not self._build(task, sandbox, report):
                     return None
-            evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before)
+            evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before,
+                                       command=plan.command if plan and plan.command else None)
             evidence.canaries = plan
             _check_started(self, task, sandbox, gd, changed, evidence, report)  # a runner that cannot start
             return evidence
@@ -435,10 +441,11 @@ class Grader:
         return targets
 
     def _run_tests(self, task: Task, sandbox: Sandbox, gd: str, changed: list[str],
-                   before: dict[str, str] | None = None) -> Evidence:
+                   before: dict[str, str] | None = None, command: str | None = None) -> Evidence:
         """The test command under the runner guards; ``before``: the test sources' hashes when they
-        were taken earlier (before a build step), else just before the run."""
-        command = _workdir_command(task, sandbox, task.tests.test_command)
+        were taken earlier (before a build step), else just before the run; ``command``: the task's
+        command with its name filter widened to the canaries (``canaries.widen``)."""
+        command = _workdir_command(task, sandbox, command or task.tests.test_command)
         reports: dict[str, str] = {}
         files: dict[str, bytes] = {}
         for guard in guards_for(task):

@@ -26,7 +26,7 @@ from ha_envs.sandbox import SandboxError
 from ha_envs.sandbox.local import LocalSandboxConfig
 from ha_envs.task import EnvironmentSpec
 
-from tests.conftest import require_bwrap
+from tests.conftest import _git_diff, require_bwrap
 from tests.ha_envs.test_swe_datasets import DATA, require_data
 
 
@@ -90,7 +90,9 @@ def pro_version(task, scripts_root: Path, p2p_extra: tuple[str, ...] = ()):
     tests = dataclasses.replace(task.tests, test_command=grading_command(files, ["tests/test_hidden.py", "tests/test_visible.py"]),
                                 log_parser="pro", pass_to_pass=task.tests.pass_to_pass + ("env::exported",) + p2p_extra)
     return dataclasses.replace(task, benchmark="swebench_pro", tests=tests,
-                               environment=EnvironmentSpec(workdir="/app"))
+                               environment=EnvironmentSpec(workdir="/app"),
+                               metadata={**task.metadata, "selected_test_files": ["tests/test_hidden.py",
+                                                                                  "tests/test_visible.py"]})
 
 
 def test_scripts_from_a_checkout_a_run_scripts_dir_and_a_bare_clone(tmp_path, monkeypatch):
@@ -226,3 +228,24 @@ def test_cli_validate_pro_without_scripts_and_with_a_bad_repos_dir(tmp_path, mon
     assert out[0]["instance_id"] == other and "HA_PRO_SCRIPTS" in out[0]["problems"][0]
     assert main(["tasks", "list", "--benchmark", "pro", "--repos", str(tmp_path / "missing")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_pro_gradings_get_canaries_in_the_files_the_run_script_runs(tiny_task, tmp_path):
+    """Scale's run script runs the selected test files: the canaries go into them, and a patch that
+    empties pytest's run method (every test 'passes'; Pro has no runner guard of ours) earns
+    nothing. Without the canaries it earns 1.0."""
+    require_bwrap()
+    from .verdict_payloads import RUNTEST_SRC, _compiled
+
+    task = pro_version(tiny_task, write_scripts(tmp_path / "s", tiny_task.instance_id))
+    gold = Grader().grade(task, tiny_task.gold_patch)
+    assert gold.resolved, (gold.status, gold.tampering)
+    c = gold.canaries
+    assert c["files"] == 1 and c["planted"] == c["reported"] == c["as_planted"] and c["must_fail"] > 0, c
+    src = tmp_path / "forger"
+    subprocess.run(["cp", "-a", str(tiny_task.source_dir), str(src)], check=True)
+    forged = _git_diff(src, lambda d: (d / "calc.py").write_text((d / "calc.py").read_text() + _compiled(RUNTEST_SRC)))
+    assert Grader(canaries=False).grade(task, forged).reward == 1.0
+    report = Grader().grade(task, forged)
+    assert report.reward == 0.0 and report.status == "verdict_tampered", (report.status, report.tampering)
+    assert any("false assertion" in r for r in report.tampering)
