@@ -64,6 +64,9 @@ class CanaryPlan:
     command: str = ""
     """The test command with its name filter widened to the canaries (``widen``); empty when the
     task's own command runs them as it is."""
+    failures_reported: bool = True
+    """The log parser reports failing tests. Scale's Pro parsers are not ours, and some list only
+    passes (flipt's): there a must-fail canary that is missing is no sign; one reported passed is."""
 
     @property
     def must_fail(self) -> bool:
@@ -113,7 +116,7 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
         ran = set(plan.host_tests) if any(s == PASSED for s in rest.values()) else set()
     # a run cut short by its timeout misses its last tests, canaries or not
     odd = [(c, s) for c, s in results.items() if c not in forged and c.host in ran and not timed_out and
-           (s not in (FAILED, ERROR) if c.must_fail else s != PASSED)]
+           (s not in (FAILED, ERROR) and (plan.failures_reported or s != "MISSING") if c.must_fail else s != PASSED)]
     for c, s in odd:
         want = "fail" if c.must_fail else "pass"
         reasons.append(f"a canary test that must {want} in {c.host} was reported {s.lower()}, while that file's "
@@ -122,6 +125,25 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
             any(c.must_fail and s in (FAILED, ERROR) for c, s in results.items()):
         reasons.append("a canary test failed as it must, yet the test command exited 0")
     return reasons
+
+
+_SYMPY_LINE = r"^{name} (ok|F|E)\s+\[(?:OK|FAIL)\]\s*$"
+
+
+def complete(plan: CanaryPlan | None, parser: str, log: str, statuses: dict[str, str]) -> dict[str, str]:
+    """``statuses`` with canaries the official parser cannot read filled in from the log. sympy's
+    verbose runner ends a file's last test line with the file's ``[OK]``/``[FAIL]``, and swebench's
+    sympy parser reads only lines that end with the result, so the last test of every file goes
+    unread: canaries are appended last. Real tests are left as the official parser reads them."""
+    if plan is None or parser != "swebench:sympy/sympy":
+        return statuses
+    out = dict(statuses)
+    for c in plan.canaries:
+        if not any(_reported(c.name, c.title, k) for k in statuses):
+            m = re.search(_SYMPY_LINE.format(name=re.escape(c.name)), log, re.M)
+            if m:
+                out[c.name] = {"ok": PASSED, "F": FAILED, "E": ERROR}[m.group(1)]
+    return out
 
 
 def summary(plan: CanaryPlan | None, statuses: dict[str, str]) -> dict[str, int]:
@@ -373,7 +395,7 @@ def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) 
         return None
     rng = rng or random.Random(secrets.randbits(128))
     allow_fail = not stops_at_first_failure(task.tests.test_command)
-    out = CanaryPlan()
+    out = CanaryPlan(failures_reported=task.tests.log_parser != "pro")
     for path in sorted(sources)[:MAX_HOSTS * 4]:
         text = sources[path]
         kind = kind_of(task, path, text)

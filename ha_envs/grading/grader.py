@@ -284,6 +284,7 @@ class Grader:
             plan = evidence.canaries
             report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
+            statuses = canary_tests.complete(plan, task.tests.log_parser, evidence.log, statuses)
             graded, _ = canary_tests.split(plan, statuses)
             # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
             decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,

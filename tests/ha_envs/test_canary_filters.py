@@ -139,3 +139,50 @@ def test_pro_go_run_scripts_get_the_canaries_as_further_test_names(tmp_path):
     # the run script hides the exit status (`|| true`): the forged canary is what tells
     forged = Grader().grade(task, patch)
     assert forged.reward == 0.0 and forged.status == "verdict_tampered", (forged.status, forged.tampering)
+
+
+def test_a_pro_parser_that_lists_only_passes_is_not_tampering():
+    """Some of Scale's parsers (flipt's) keep only ``--- PASS`` lines: a must-fail canary is then
+    missing from every honest report. That is no sign there; a must-fail canary reported passed,
+    or a must-pass one missing while its file's tests passed, still is."""
+    import random
+
+    from ha_envs.grading.log_parsers import PASSED
+
+    task = _task("mini__go_ledger", 'bash "$HA_W/run_script.sh" \'TestA,TestB\' # go test -run "^($re)$"')
+    task = dataclasses.replace(task, metadata={"selected_test_files": ["TestA", "TestB"]},
+                               tests=dataclasses.replace(task.tests, log_parser="pro"))
+    src = 'package money\n\nimport "testing"\n\nfunc TestA(t *testing.T) {}\nfunc TestB(t *testing.T) {}\n'
+    plan = canaries.plan(task, {"money/a_test.go": src}, random.Random(3))
+    assert plan is not None and plan.must_fail and not plan.failures_reported
+    assert all(c.name in plan.command for c in plan.canaries) and "'TestA,TestB," in plan.command
+    honest = {"TestA": PASSED, "TestB": PASSED, **{c.name: PASSED for c in plan.canaries if not c.must_fail}}
+    assert canaries.check(plan, honest, 0, False, False) == []
+    forged = {**honest, **{c.name: PASSED for c in plan.canaries}}
+    assert any("false assertion" in r for r in canaries.check(plan, forged, 0, False, False))
+    own_report = {"TestA": PASSED, "TestB": PASSED}
+    assert any("must pass" in r for r in canaries.check(plan, own_report, 0, False, False))
+
+
+def test_sympys_last_test_line_is_read_for_canaries():
+    """sympy's verbose runner ends a file's last test line with the file's ``[FAIL]``; swebench's
+    parser skips that line, so a must-pass canary appended last looked missing (a gold patch of
+    sympy-21612 came out ``verdict_tampered`` in the re-validation). The canaries' lines are read."""
+    import random
+
+    from ha_envs.grading.log_parsers import get_parser
+
+    path = "sympy/core/tests/test_basic.py"
+    task = _task("mini__ttl_cache", f"bin/test -C --verbose {path}")
+    task = dataclasses.replace(task, tests=dataclasses.replace(task.tests, log_parser="swebench:sympy/sympy"))
+    plan = canaries.plan(task, {path: "def test_subs():\n    assert 1\n"}, random.Random(5))
+    assert plan is not None and plan.must_fail
+    order = [c for c in plan.canaries if c.must_fail] + [c for c in plan.canaries if not c.must_fail]
+    lines = ["test_subs ok"] + [f"{c.name} {'F' if c.must_fail else 'ok'}" for c in order]
+    lines[-1] += "                              [FAIL]"
+    log = "\n".join(lines) + "\n\n" + "\n".join(f"____ {path}:{c.name} ____" for c in order if c.must_fail)
+    statuses = get_parser(task.tests.log_parser)(log)
+    assert canaries.check(plan, statuses, 1, False, True)  # the official parser alone: one looks missing
+    completed = canaries.complete(plan, task.tests.log_parser, log, statuses)
+    assert canaries.check(plan, completed, 1, False, True) == []
+    assert completed["test_subs"] == statuses["test_subs"] and len(completed) == len(statuses) + 1
