@@ -14,6 +14,7 @@ sysdeps:
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v go >/dev/null || missing="$$missing golang-go"; \
 	command -v patch >/dev/null || missing="$$missing patch"; \
+	command -v slirp4netns >/dev/null || missing="$$missing slirp4netns"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from ..sandbox.base import Sandbox, SandboxError
 from ..sandbox.local import LocalSandbox, LocalSandboxConfig
+from ..sandbox.netns import available as netns_available
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
@@ -183,17 +184,21 @@ def tests_need_network(task: Task | None) -> bool:
     return task is not None and (task.benchmark in REAL_BENCHMARKS or bool((task.environment.extra or {}).get("specs")))
 
 
-def shared_loopback_note(sandbox: str, workers: int, tasks: list[Task], network: bool | None = None) -> str | None:
+def shared_loopback_note(sandbox: str, workers: int, tasks: list[Task], network: bool | None = None,
+                         private_network: bool | None = None) -> str | None:
     """What to tell a user who grades ``tasks`` with network in the local sandbox, ``workers`` at a
-    time (None when that is not so): the local sandbox grades with network in the host's network
-    namespace, so concurrent gradings share one loopback and test suites that bind a fixed port
+    time, where the local sandbox has to grade in the host's network namespace (no slirp4netns:
+    ``sandbox/netns.py``; ``private_network`` None reads whether it is installed). None when that
+    is not so. There concurrent gradings share one loopback and test suites that bind a fixed port
     collide (redis, ``benchmarks/VALIDATION.md``)."""
     if sandbox != "local" or workers < 2 or network is False or not any(network or tests_need_network(t) for t in tasks):
         return None
-    return (f"note: the local sandbox grades with network in the host's network namespace, so {workers} "
-            "concurrent gradings share one loopback and test suites that bind a fixed port collide (their failures "
-            "come out flaky; redis in benchmarks/VALIDATION.md): use --workers 1, --network off or --sandbox docker "
-            "for such suites")
+    if private_network if private_network is not None else netns_available():
+        return None
+    return (f"note: slirp4netns is not installed, so the local sandbox grades with network in the host's network "
+            f"namespace and {workers} concurrent gradings share one loopback: test suites that bind a fixed port "
+            "collide (their failures come out flaky; redis in benchmarks/VALIDATION.md). Install slirp4netns, or "
+            "use --workers 1, --network off or --sandbox docker for such suites")
 
 
 def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: bool | None = None) -> SandboxFactory:

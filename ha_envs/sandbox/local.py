@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
+from . import netns
 from .base import RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
+from .netns import UserNet
 from ..provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
 from .reaper import owned_prefix, reap_once
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
@@ -31,6 +33,7 @@ from ..provision.workcopy import (PATCH_CAP_BYTES, Snapshot, diff_script, make_w
 log = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _warned_unisolated = False
+_warned_shared_net = False
 _TOPS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SNAPSHOT_BYTES: dict[str, int] = {}
 
@@ -43,6 +46,12 @@ class LocalSandboxConfig:
     """``bwrap``: require bubblewrap; ``none``: run unisolated; ``auto``: bwrap when installed."""
     network: bool = False
     """Let commands reach the network (only meaningful under bubblewrap)."""
+    network_namespace: str = "auto"
+    """With ``network``: ``private``, a namespace of the sandbox's own with a user-mode route out
+    (slirp4netns, ``netns.py``): its own loopback, no route to the host's, so concurrent sandboxes
+    never share ports or reach each other's or the host's listeners; ``host``, the host's namespace
+    (``bwrap --share-net``: one loopback for all); ``auto``, private when slirp4netns is installed,
+    else host (said once in the log)."""
     command_timeout_s: float = 120.0
     """Default per-command wall-clock cap; the whole process tree of a late command is killed."""
     output_head_bytes: int = 8_000
@@ -105,6 +114,7 @@ class LocalSandbox:
         self.workdir = self.mount_point if self.isolated else str(self.host_dir)
         self.shell: PersistentShell | None = None
         self.limits: Limits | None = None
+        self.net: UserNet | None = None
         self.closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -120,6 +130,25 @@ class LocalSandbox:
                 _warned_unisolated = True
                 log.warning("bubblewrap (bwrap) not found: the local sandbox runs WITHOUT isolation "
                             "(commands can reach the network and write anywhere this user can)")
+            return False
+        return True
+
+    @property
+    def private_network(self) -> bool:
+        """Network on, in a namespace of the sandbox's own (``LocalSandboxConfig.network_namespace``)."""
+        global _warned_shared_net
+        mode = self.config.network_namespace
+        if mode not in ("auto", "private", "host"):
+            raise SandboxError(f"network_namespace must be auto, private or host, not {mode!r}")
+        if not (self.config.network and self.isolated) or mode == "host":
+            return False
+        if mode == "private" and not netns.available():
+            raise SandboxError("network_namespace='private' but slirp4netns is not installed (apt-get install slirp4netns)")
+        if mode == "auto" and not netns.available():
+            if not _warned_shared_net:
+                _warned_shared_net = True
+                log.warning("slirp4netns not found: local sandboxes with network share the host's network namespace "
+                            "(one loopback for all; apt-get install slirp4netns)")
             return False
         return True
 
@@ -150,6 +179,8 @@ class LocalSandbox:
                                      init_script=init)
         try:
             self.shell.start()
+            if self.private_network:
+                self.net = netns.UserNet(netns.namespace_pid(self.shell.pid or 0))
         except SandboxError:
             self._stop_shell()
             raise
@@ -175,7 +206,8 @@ class LocalSandbox:
         if not self.isolated:
             return shell
         args = ["bwrap", "--die-with-parent", "--unshare-all", "--hostname", "sandbox"]
-        if self.config.network:
+        private_net = self.private_network
+        if self.config.network and not private_net:
             args.append("--share-net")
         # Private /proc, /dev and /tmp first, so later binds (a venv under /tmp, say) land on top.
         args += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.config.tmp_bytes), "--tmpfs", "/tmp"]
@@ -185,6 +217,11 @@ class LocalSandbox:
                 args += ["--symlink", os.readlink(p), top]
             elif p.is_dir():
                 args += ["--ro-bind", top, top]
+        resolv = netns.resolv_conf() if private_net else None
+        if resolv is not None:  # the host's resolver is on its loopback: slirp4netns's instead
+            path = self.root / "resolv.conf"
+            path.write_text(resolv)
+            args += ["--ro-bind", str(path), "/etc/resolv.conf"]
         toolchains = self._toolchain_paths()
         for extra in toolchains:
             args += ["--ro-bind", extra, extra]
@@ -264,6 +301,9 @@ class LocalSandbox:
         if self.shell is not None:
             self.shell.close()
             self.shell = None
+        if self.net is not None:
+            self.net.close()
+            self.net = None
         if self.limits is not None:
             self.limits.release()  # kills what is left in the cgroups
             self.limits = None

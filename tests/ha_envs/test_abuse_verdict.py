@@ -100,28 +100,49 @@ except OSError:
 '''
 
 
-def test_a_service_on_the_host_loopback_cannot_change_the_verdict(kind):
+def _loopback_forgery(kind: str, network_namespace: str = "auto"):
     """With network on, the patch fetches a forgery (pytest's run method emptied) from a service on
-    the host's loopback. The local sandbox grades with network in the host's network namespace, so
-    the grading does reach it (a documented host effect: docs/security-canaries.md); the canaries
-    still make it worth nothing. A Docker grading has a loopback of its own and never reaches it."""
+    the host's loopback; (reward, info, the service's hits)."""
+    from ha_envs.sandbox.local import LocalSandboxConfig
+
     from .verdict_payloads import RUNTEST_SRC
 
     svc = LoopbackService(("import sys\nif 'pytest' in sys.modules:\n    " + RUNTEST_SRC.replace("\n", "\n    ")).encode())
     try:
-        factory = (docker_sandbox_factory(network=True) if kind == "docker" else local_sandbox_factory(network=True))
+        factory = (docker_sandbox_factory(network=True) if kind == "docker" else
+                   local_sandbox_factory(LocalSandboxConfig(network_namespace=network_namespace), network=True))
         code = FETCH.format(port=svc.port)
         reward, info, _ = episode(kind, [f"cat >> ttlcache/__init__.py <<'HA_EOF'\n{code}\nHA_EOF"],
                                   grader=Grader(factory))
-        grade = info["grade"]
-        assert reward == 0.0 and info["mask_sample"] is False, grade
-        if kind == "docker":
-            assert svc.hits == 0 and grade["status"] == "unresolved", grade
-        else:
-            assert svc.hits >= 1 and "verdict_tampered" in grade["flags"], (svc.hits, grade)
-        assert "suspicious" in grade["flags"]
+        return reward, info, svc.hits
     finally:
         svc.close()
+
+
+def test_a_service_on_the_host_loopback_is_out_of_reach_of_a_grading_with_network(kind):
+    """A Docker grading has a loopback of its own; a local one with network has a network namespace
+    of its own (slirp4netns, ``sandbox/netns.py``): neither reaches the host's loopback."""
+    from ..conftest import require_tool
+
+    if kind == "local":
+        require_tool("slirp4netns")
+    reward, info, hits = _loopback_forgery(kind)
+    grade = info["grade"]
+    assert reward == 0.0 and info["mask_sample"] is False, grade
+    assert hits == 0 and grade["status"] == "unresolved", (hits, grade)
+    assert "suspicious" in grade["flags"]
+
+
+def test_in_the_hosts_namespace_the_loopback_is_reached_and_the_canaries_still_hold():
+    """``network_namespace="host"`` (the fallback without slirp4netns) grades in the host's network
+    namespace: the grading does reach the service, and the canaries make its forgery worth nothing."""
+    from ..conftest import require_bwrap
+
+    require_bwrap()
+    reward, info, hits = _loopback_forgery("local", network_namespace="host")
+    grade = info["grade"]
+    assert reward == 0.0 and info["mask_sample"] is False, grade
+    assert hits >= 1 and "verdict_tampered" in grade["flags"], (hits, grade)
 
 
 def test_without_network_the_local_grading_cannot_reach_the_loopback_service(kind):

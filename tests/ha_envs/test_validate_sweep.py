@@ -240,10 +240,13 @@ def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path
     one = subprocess.run(cmd + ["--instances", "tiny__clamp"], capture_output=True, text=True)
     assert one.returncode == 0, one.stderr
     assert "0 of 1 already in" not in one.stderr and "[1/1] ok   tiny__clamp" in one.stderr, one.stderr
-    # Gradings with network in the local sandbox share the host's loopback: with two workers the CLI
-    # says so (redis' test servers collided on one port); offline (above) or one at a time, not.
+    # Without slirp4netns, gradings with network in the local sandbox share the host's loopback: with
+    # two workers the CLI says so (redis' test servers collided on one port); offline (above), one at
+    # a time, or with a namespace per sandbox (slirp4netns installed, as CI has it), not.
+    from ha_envs.sandbox import netns
+
     assert "share one loopback" not in first.stderr
-    for workers, said in (("2", True), ("1", False)):
+    for workers, said in (("2", not netns.available()), ("1", False)):
         run = subprocess.run([str(HA), "tasks", "validate", "--jsonl", str(src), "--network", "on", "--workers", workers,
                               "--instances", "tiny__clamp"], capture_output=True, text=True)
         assert run.returncode == 0 and ("share one loopback" in run.stderr) == said, run.stderr
@@ -318,12 +321,14 @@ def test_the_shared_loopback_note_names_only_concurrent_local_gradings_with_netw
     from ha_envs.grading.grader import shared_loopback_note
 
     real = Task(**{**tiny_task.__dict__, "benchmark": "swebench_verified"})
-    assert "share one loopback" in shared_loopback_note("local", 2, [tiny_task, real])
-    assert "share one loopback" in shared_loopback_note("local", 4, [tiny_task], network=True)
-    assert shared_loopback_note("local", 2, [tiny_task]) is None  # a bundled task is graded offline
-    assert shared_loopback_note("local", 2, [real], network=False) is None
-    assert shared_loopback_note("local", 1, [real]) is None
-    assert shared_loopback_note("docker", 8, [real]) is None
+    shared = dict(private_network=False)  # no slirp4netns: the host's network namespace
+    assert "share one loopback" in shared_loopback_note("local", 2, [tiny_task, real], **shared)
+    assert "share one loopback" in shared_loopback_note("local", 4, [tiny_task], network=True, **shared)
+    assert shared_loopback_note("local", 2, [tiny_task], **shared) is None  # a bundled task is graded offline
+    assert shared_loopback_note("local", 2, [real], network=False, **shared) is None
+    assert shared_loopback_note("local", 1, [real], **shared) is None
+    assert shared_loopback_note("docker", 8, [real], **shared) is None
+    assert shared_loopback_note("local", 8, [real], private_network=True) is None  # a namespace per sandbox
 
 
 def test_a_test_filed_under_the_other_list_changes_no_verdict_and_is_a_note(tiny_task, tmp_path):
