@@ -4,7 +4,9 @@ A run "did not start" when no test of the task came out of it: the log holds no 
 none of the FAIL_TO_PASS and PASS_TO_PASS tests; or its exit status is 126 / 127 (the shell could
 not run the command). The log says why (``start_failure``): the command or its interpreter was not
 found (``python: command not found``, a dangling interpreter), the runner could not import itself
-(``No module named pytest``), or nothing was collected.
+(``No module named pytest``), or nothing was collected. A run whose runner reported a hidden test
+file itself as failing to collect (it imports a name only the fix adds) did start: that is the
+code's state, graded as it stands.
 
 The agent's patch can cause each of these (a package that raises on import, ``os._exit(127)`` in the
 code under test), so such a run is told apart by running the base's tests, without the patch, in the
@@ -87,6 +89,11 @@ def start_failure(task: Task, evidence: Evidence, statuses: dict[str, str]) -> S
         return StartFailure(kind, (_clip(line.group(0)) + "; " if line else "") + f"exit status {evidence.exit_code}")
     if not statuses:
         return StartFailure("nothing_collected", f"exit status {evidence.exit_code}, no test in the log")
+    if any(key == p or key.startswith(p + " ") for key in statuses for p in task.hidden_test_files):
+        # the runner started and reported a hidden test file itself: it failed to collect, for
+        # the code's sake (it imports a name only the fix adds: pylint-4551 at base), not the
+        # environment's (a missing runner or package is caught above)
+        return None
     return StartFailure("tests_missing", f"{len(statuses)} other tests in the log, exit status {evidence.exit_code}")
 
 

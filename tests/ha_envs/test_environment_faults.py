@@ -116,3 +116,39 @@ def test_docker_broken_image_is_masked(task, broken_images, kind, words):
 def test_docker_agent_breaking_imports_is_graded_zero(task, broken_images):
     grader, options = _docker()
     _assert_agent_fault(task, grader, options, "docker", AGENT_FAULTS["breaks the package's import"])
+
+
+def test_hidden_tests_that_import_what_only_the_fix_adds_are_a_failure_not_a_fault(tmp_path):
+    """pylint-4551 at base: the hidden test module imports a name the gold patch adds, so pytest
+    reports the file as a collection error and none of the listed tests. That is the code's state
+    (reward 0, not masked); it was taken for an environment fault, which masked every patch that
+    did not add the name."""
+    import dataclasses
+    import subprocess
+
+    from tests.conftest import _git_diff
+
+    require_bwrap()
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n")
+    (repo / "tests" / "test_visible.py").write_text("from calc import clamp\n\n\ndef test_clamp():\n    assert clamp(9, 0, 5) == 5\n")
+
+    def copy(name):
+        subprocess.run(["cp", "-a", str(repo), str(tmp_path / name)], check=True)
+        return tmp_path / name
+
+    gold = _git_diff(copy("g"), lambda d: (d / "calc.py").write_text(
+        (d / "calc.py").read_text() + "\n\ndef clamp_unit(x):\n    return clamp(x, 0, 1)\n"))
+    hidden = "from calc import clamp, clamp_unit\n\n\ndef test_unit():\n    assert clamp_unit(7) == 1\n"
+    test_patch = _git_diff(copy("t"), lambda d: (d / "tests" / "test_new_api.py").write_text(hidden))
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__ttl_cache")
+    task = dataclasses.replace(task, instance_id="tiny__new_api", source_dir=repo, gold_patch=gold, tests=dataclasses.replace(
+        task.tests, test_patch=test_patch, fail_to_pass=("tests/test_new_api.py::test_unit",),
+        pass_to_pass=(),
+        test_command="python -m pytest -rA -p no:cacheprovider tests/test_new_api.py", log_parser="pytest"))
+    grader = Grader(local_sandbox_factory())
+    assert grader.grade(task, gold).resolved
+    for patch in ("", _git_diff(copy("w"), lambda d: (d / "calc.py").write_text("def clamp(x, lo, hi):\n    return x\n"))):
+        report = grader.grade(task, patch)  # no EnvironmentFault
+        assert (report.status, report.reward, report.fault) == ("unresolved", 0.0, ""), (report.status, report.error)
