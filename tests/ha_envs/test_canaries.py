@@ -293,3 +293,10 @@ def test_go_canaries_get_their_own_file_beside_a_helper_without_testing(tmp_path
     statuses = get_parser("go_test")(out.stdout)
     _, results = canaries.split(plan, statuses)
     assert all(results[c] == (FAILED if c.must_fail else PASSED) for c in plan.canaries), out.stdout[-2000:]
+
+
+def test_a_maxfail_that_never_stops_keeps_must_fail_canaries():
+    """Scale's ansible run scripts pass ``--maxfail=1000`` (never stop): the canaries there had no
+    must-fail ones (the Pro re-validation showed it); ``--maxfail=5`` still stops early."""
+    assert not canaries.stops_at_first_failure("pytest -v --tb=short --maxfail=1000 test/units/")
+    assert canaries.stops_at_first_failure("pytest --maxfail=5 tests") and canaries.stops_at_first_failure("pytest --maxfail 10 t")
