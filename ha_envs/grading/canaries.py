@@ -358,9 +358,10 @@ def _kind(task: Task, path: str, text: str) -> str | None:
     if path.endswith(".py"):
         if not re.search(r"^\s*(?:async\s+)?def test|^\s*class \w+\(", text, re.M):
             return None
-        if re.search(r"^def test\w*\(", text, re.M) and not re.search(r"runtests\.py|\bunittest\b", cmd):
-            return "pytest"
-        return "unittest" if _testcase_base(text) else ("pytest" if re.search(r"py\.?test", cmd) else None)
+        if not re.search(r"runtests\.py|\bunittest\b", cmd) and \
+                (re.search(r"^def test\w*\(", text, re.M) or re.search(r"py\.?test", cmd)):
+            return "pytest"  # module-level functions: pytest collects them whatever the file's classes need
+        return "unittest" if _testcase_base(text) else None
     if path.endswith((".js", ".mjs", ".cjs")) and re.search(r"\b(?:test|it)\s*\(", text):
         if re.search(r"\bnode\b.*--test\b", cmd):
             return "node"

@@ -146,6 +146,26 @@ def test_unittest_style_canaries_run_under_unittest(tmp_path):
     assert out.returncode == 1
 
 
+def test_unittest_canaries_take_a_standard_base_not_the_projects(tmp_path):
+    """A project's base class may need what only its own subclasses give (class attributes a
+    ``setUp`` reads); the canaries' class subclasses unittest's own TestCase the file names."""
+    import dataclasses
+
+    task = dataclasses.replace(SUITE["mini__ttl_cache"], tests=dataclasses.replace(
+        SUITE["mini__ttl_cache"].tests, test_command="python -m unittest -v test_calc", log_parser="pytest"))
+    (tmp_path / "calc_base.py").write_text("import unittest\n\n\nclass CalcTestCase(unittest.TestCase):\n    FACTOR = None\n\n"
+                                           "    def setUp(self):\n        self.unit = 10 // self.FACTOR\n")
+    src = ("from calc_base import CalcTestCase\n\n\n"
+           "class CalcTests(CalcTestCase):\n    FACTOR = 2\n\n    def test_unit(self):\n        assert self.unit == 5\n")
+    plan = canaries.plan(task, {"test_calc.py": src}, random.Random(2))
+    assert "(unittest.TestCase):" in plan.appends["test_calc.py"]  # not CalcTestCase, whose setUp fails alone
+    (tmp_path / "test_calc.py").write_text(src + plan.appends["test_calc.py"])
+    out = subprocess.run([sys.executable, "-m", "unittest", "-v", "test_calc"], cwd=tmp_path, capture_output=True, text=True)
+    for c in plan.canaries:
+        line = next(l for l in out.stderr.splitlines() if l.startswith(c.name + " "))
+        assert line.endswith("FAIL" if c.must_fail else "ok"), line
+
+
 def test_pytest_canaries_run_under_pytest(tmp_path):
     task = SUITE["mini__ttl_cache"]
     src = "def test_reads_do_not_extend_ttl():\n    pass\n"
@@ -157,6 +177,26 @@ def test_pytest_canaries_run_under_pytest(tmp_path):
     statuses = get_parser("pytest")(out.stdout)
     assert canaries.check(plan, statuses, out.returncode, False, True) == [], out.stdout[-2000:]
     assert statuses["tests/test_expiry.py::test_reads_do_not_extend_ttl"] == PASSED and out.returncode == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_plain_class_named_like_a_testcase_gets_canaries_pytest_collects(tmp_path, seed):
+    """pylint's ``CheckerTestCase`` is a plain class pytest collects by the subclass's ``Test*``
+    name, without ``assertEqual``: a canary class named ``...Tests`` with ``self.assertEqual`` was
+    never collected (pylint-4604's gold patch came out ``verdict_tampered`` in the re-validation)."""
+    task = SUITE["mini__ttl_cache"]
+    src = ("class CheckerTestCase:\n    def setup_method(self):\n        self.checker = 1\n\n\n"
+           "class TestVariablesChecker(CheckerTestCase):\n    def test_bitbucket_issue(self):\n        assert self.checker\n")
+    plan = canaries.plan(task, {"tests/unittest_variables.py": src}, random.Random(seed))
+    assert plan is not None and plan.must_fail
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/unittest_variables.py").write_text(src + plan.appends["tests/unittest_variables.py"])
+    out = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/unittest_variables.py"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    statuses = get_parser("pytest")(out.stdout)
+    _, results = canaries.split(plan, statuses)
+    assert all(results[c] == (FAILED if c.must_fail else PASSED) for c in plan.canaries), out.stdout[-2000:]
+    assert canaries.check(plan, statuses, out.returncode, False, True) == []
 
 
 # -- exit status and summary lines ---------------------------------------------------------------
