@@ -263,7 +263,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.heldout not in parts:
             raise ValueError(f"--heldout {args.heldout}: the batches file has partitions {sorted(parts) or 'none'}")
         held += [i for i in parts[args.heldout] if i in env.tasks and i not in held]
-    client = _client(args.engineer, args) if args.engineer != "none" else None
+    if args.engineer.startswith("proposer:"):  # a whole-spec proposer's candidate written as a patch
+        from ha_evolve.engineer import ProposerEngineer
+        from ha_evolve.proposers import make_proposer
+
+        client = ProposerEngineer(make_proposer(args.engineer.split(":", 1)[1]), env)
+    else:
+        client = _client(args.engineer, args) if args.engineer != "none" else None
     out = Path(args.out)
     rows_path = out / f"eval-{args.name}.jsonl"
     rows_path.unlink(missing_ok=True)
@@ -408,7 +414,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_source(p)
     p.add_argument("--batches", required=True)
     p.add_argument("--engineer", required=True,
-                   help="a model spec (hf:DIR, openai:..., menu:FILE) or `none` (no patch: the baseline)")
+                   help="a model spec (hf:DIR, openai:..., menu:FILE), `proposer:rule` (the rule mutator's "
+                        "candidate for the batch, written as a patch) or `none` (no patch: the baseline)")
     p.add_argument("--heldout", choices=["sft", "rl", "val", "test"], default=None,
                    help="also score each patch on this partition's tasks (less the batch's)")
     p.add_argument("--heldout-instances", nargs="+", default=None, metavar="ID",

@@ -34,11 +34,12 @@ import yaml
 
 from ha_agents.chat.tokens import as_codec
 from ha_agents.episode import TokenMode, episode_seed
+from ha_agents.llm.base import Completion
 from ha_agents.records.log import JsonlLog
 from ha_agents.train.base import Sample
 
 from .harness_edit import EngineerBatch, HarnessEditEnv, paired_ci, run_side
-from .patches import Patch, PatchError, apply_patch, parse_patch
+from .patches import Patch, PatchError, apply_patch, delta_ops, parse_patch
 
 FIXTURE_MENU = [
     {"kind": "helpful", "reply": "<think>It submits before it tests: block that submit.</think>\n<patch>\nops:\n"
@@ -256,6 +257,34 @@ def evaluate(client: Any, env: HarnessEditEnv, heldout_ids: Sequence[str] = (), 
         summary["heldout_pass_patched"] = float(np.mean([h["pass_patched"] for h in hs]))
     summary["overfit_gap"] = summary["batch_delta"] - summary["heldout_delta"] if off else None
     return {"summary": summary, "rows": rows}
+
+
+class ProposerEngineer:
+    """A whole-spec proposer (``proposers.py``: the rule mutator, or a teacher) as an engineer, the
+    comparison row of ``ha engineer eval --engineer proposer:rule``: for the env's current batch it
+    proposes a candidate from the target's records of the batch's tasks and writes the difference
+    as a patch (``patches.delta_ops``). No candidate, or one a patch cannot express, is a reply
+    without a patch (a no-op: reward 0, no rollout)."""
+
+    def __init__(self, proposer: Any, env: HarnessEditEnv) -> None:
+        self.proposer, self.env = proposer, env
+        self.name = f"proposer:{getattr(proposer, 'name', type(proposer).__name__)}"
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **_: Any) -> Completion:
+        batch = self.env.task
+        if batch is None:
+            raise RuntimeError("ProposerEngineer answers inside an episode of its env (reset first)")
+        ids = set(batch.task_ids)
+        records = [r for r in self.env.records if r.get("instance_id") in ids]
+        proposal = self.proposer.propose(self.env.base_spec, records, set())
+        if proposal.candidate is None:
+            text = f"no patch: {proposal.error or proposal.diagnosis}"
+        else:
+            try:
+                text = f"<think>{proposal.diagnosis}</think>\n" + patch_text(delta_ops(self.env.base_spec, proposal.candidate))
+            except PatchError as exc:
+                text = f"no patch: {exc}"
+        return Completion({"role": "assistant", "content": text}, finish_reason="stop")
 
 
 def patch_text(ops: Sequence[dict[str, Any]]) -> str:

@@ -174,3 +174,46 @@ def apply_patch(spec: HarnessSpec, patch: Patch) -> HarnessSpec:
         return HarnessSpec.from_dict(data, origin="the patched harness").validate()
     except HarnessSpecError as exc:
         raise PatchError(f"the patched harness is invalid: {exc}") from None
+
+
+def delta_ops(base: HarnessSpec, cand: HarnessSpec) -> list[dict[str, Any]]:
+    """The operations that turn ``base`` into ``cand``: ``apply_patch(base, ...)`` then has
+    ``cand``'s hash (tools added, hooks removed, added in place or replaced, tools re-parameterised).
+    ``PatchError`` when the difference is not a patch's to make (a tool removed or moved, the
+    parser, limits or prompt changed) or takes more than ``MAX_OPS`` operations. How a whole-spec
+    proposer (the rule mutator, a teacher) is compared with the engineer on equal terms."""
+    a, b = base.to_dict(), cand.to_dict()
+    for key in ("base", "parser", "limits", "system_prompt"):
+        if a[key] != b[key]:
+            raise PatchError(f"the candidate changes the harness's {key}, which a patch cannot")
+    ops: list[dict[str, Any]] = []
+    a_tools = {_name(t): t for t in a["tools"]}
+    b_names = [_name(t) for t in b["tools"]]
+    if [n for n in b_names if n in a_tools] != list(a_tools):
+        raise PatchError("the candidate removes or reorders tools, which a patch cannot")
+    for k, item in enumerate(b["tools"]):
+        name = _name(item)
+        if name not in a_tools:
+            later = next((n for n in b_names[k + 1:] if n in a_tools), None)
+            ops.append({"op": "add_tool", "tool": item, **({"before": later} if later else {})})
+        elif item != a_tools[name]:
+            if isinstance(item, dict) and ("script" in item or "rule" in item):
+                raise PatchError(f"the candidate changes the script tool {name!r}, which a patch cannot")
+            ops.append({"op": "set_params", "tool": name, "params": (item.get("params") or {}) if isinstance(item, dict) else {}})
+    b_hooks = {_name(h): h for h in b["hooks"]}
+    ops += [{"op": "remove_hook", "name": _name(h)} for h in a["hooks"] if _name(h) not in b_hooks]
+    a_hooks = {_name(h): h for h in a["hooks"]}
+    b_hook_names = [_name(h) for h in b["hooks"]]
+    for k, item in enumerate(b["hooks"]):
+        name = _name(item)
+        if name not in a_hooks:
+            later = next((n for n in b_hook_names[k + 1:] if n in a_hooks), None)
+            ops.append({"op": "add_hook", "hook": item, **({"before": later} if later else {})})
+        elif item != a_hooks[name]:
+            ops.append({"op": "replace_hook", "name": name, "hook": item})
+    if len(ops) > MAX_OPS:
+        raise PatchError(f"the candidate differs by {len(ops)} operations; a patch holds at most {MAX_OPS}")
+    patched = apply_patch(base, Patch(tuple(ops)))
+    if patched.hash != cand.hash:
+        raise PatchError("the candidate's difference cannot be written as a patch (hook order changed)")
+    return ops

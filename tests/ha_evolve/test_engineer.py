@@ -169,6 +169,15 @@ def test_ha_engineer_base_sft_data_eval_ablate_cli(tmp_path, capsys):
     s = json.loads((tmp_path / "e" / "eval-fixed.json").read_text())
     assert s["batch_delta"] == 1.0 and s["heldout_delta"] == 1.0 and s["overfit_gap"] == 0.0, out
     assert (s["heldout_pass_base"], s["heldout_pass_patched"]) == (0.0, 1.0)
+    # the rule mutator as a fixed editor: the target never ran a test, so it adds a test runner (and a
+    # quick check); written as a patch, scored as the engineer's are
+    assert main(["engineer", "eval", *src, "--batches", str(b), "--engineer", "proposer:rule",
+                 "--heldout-instances", "mini__ttl_cache", "--name", "rule", *target]) == 0
+    rule = json.loads((tmp_path / "e" / "eval-rule.json").read_text())
+    assert rule["batch_delta"] == 1.0 and rule["heldout_delta"] == 1.0 and rule["valid_rate"] == 1.0, rule
+    reply = json.loads((tmp_path / "e" / "eval-rule.jsonl").read_text().splitlines()[0])["reply"]
+    assert "test runs per trajectory" in reply and "{op: add_tool, tool: run_tests}" in reply.replace("\n", " ") \
+        or "tool: run_tests" in reply, reply
     assert main(["engineer", "eval", *src, "--batches", str(b), "--engineer", "none", "--name", "none", *target]) == 0
     none = json.loads((tmp_path / "e" / "eval-none.json").read_text())
     assert none["batch_delta"] == 0.0 and none["invalid_rate"] == 1.0 and none["comparison_rollouts"] == 0

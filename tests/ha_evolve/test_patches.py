@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ha_envs.harness import load_spec
-from ha_evolve.patches import MAX_OPS, PatchError, apply_patch, parse_patch
+from ha_evolve.patches import MAX_OPS, Patch, PatchError, apply_patch, parse_patch
 
 VETO = {"name": "test_before_submit", "rule": {"point": "pre_action", "trigger": {"submit_without_test": True},
                                                "message": "Run the tests before you submit.", "veto": True}}
@@ -77,3 +77,19 @@ def test_at_most_eight_operations():
     ops = ", ".join(["{op: add_tool, tool: run_tests}"] * (MAX_OPS + 1))
     with pytest.raises(PatchError, match="at most 8"):
         parse_patch(f"<patch>ops: [{ops}]</patch>")
+
+
+def test_a_whole_spec_proposal_written_as_a_patch():
+    """``delta_ops``: the operations that turn one spec into another, applied to the same hash; what
+    a patch cannot express (a tool removed, too many operations) is refused, not approximated."""
+    from ha_envs.harness.spec import load_spec
+    from ha_evolve.patches import delta_ops
+
+    for a, b in (("h1", "h2"), ("train-h0", "train-edit")):
+        ops = delta_ops(load_spec(a), load_spec(b))
+        assert apply_patch(load_spec(a), Patch(tuple(ops))).hash == load_spec(b).hash and len(ops) <= 8
+    with pytest.raises(PatchError, match="removes or reorders tools"):
+        delta_ops(load_spec("h2"), load_spec("h1"))
+    with pytest.raises(PatchError, match="at most 8"):
+        delta_ops(load_spec("h0"), load_spec("h2"))
+    assert delta_ops(load_spec("h2"), load_spec("h2")) == []
