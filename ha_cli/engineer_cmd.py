@@ -229,6 +229,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ha_evolve.engineer import EngineerSource, batch_items
 
     data = _batches(args.batches)
+    if args.backend == "verl":
+        return _train_verl(args, data)
     trainer = _local_trainer(args)
     items = batch_items(data["batches"])
     source = EngineerSource(_env(args, data), trainer.token_mode)
@@ -247,6 +249,38 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{len(history)} updates -> {Path(args.out) / 'engineer' / 'metrics.jsonl'}; "
           f"the engineer: {Path(args.out) / 'engineer' / 'checkpoint' / 'model'}")
     return 0
+
+
+def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
+    """verl's GRPO of the engineer: the one-turn agent loop (``ha_evolve.verl_engineer``), a row per
+    failure batch, Harness-R1's recipe (K patches per batch, lr 1e-6 constant, clip 0.2 / 0.28, no
+    KL), written to OUT/verl; then verl's trainer, or with --dry-run its command."""
+    from ha_agents.train.verl_launch import _task_source, paper_overrides, start
+    from ha_evolve.harness_edit import Target
+    from ha_evolve.verl_engineer import AGENT_NAME, engineer_loop_yaml, write_batch_dataset
+
+    if args.resume:
+        raise ValueError("--resume is the local backend's; verl resumes from its checkpoints (trainer.resume_mode)")
+    d = Path(args.out) / "verl"
+    target = Target(args.model, args.harness, args.sandbox, args.runs, args.seed, args.temperature, args.top_p, args.workers)
+    loop_yaml = engineer_loop_yaml(d / "agent_loop.yaml", target, _task_source(args), Path(args.batches), Path(args.out),
+                                   args.budget_chars)
+    train_file = write_batch_dataset(data["batches"], d / "train.parquet")
+    model = str(Path(args.engineer).resolve()) if Path(args.engineer).exists() else args.engineer
+    overrides = paper_overrides(model, train_file, loop_yaml, Path(args.out), args.updates, args.batches_per_update, args.k,
+                                args.lr, args.context_tokens, prompt_length=args.context_tokens - args.max_new_tokens,
+                                engine=args.rollout_engine, gpus_per_node=args.gpus_per_node, nnodes=args.nnodes,
+                                norm_std=args.normalize_std, temperature=args.engineer_temperature or 1.0,
+                                agent_name=AGENT_NAME)
+    overrides += ["actor_rollout_ref.actor.clip_ratio_low=0.2", "actor_rollout_ref.actor.clip_ratio_high=0.28",
+                  *args.override]
+    (d / "overrides.txt").write_text("\n".join(overrides) + "\n")
+    if len(data["batches"]) < args.batches_per_update:
+        print(f"warning: {args.batches_per_update} batches per update but the file has {len(data['batches'])}: verl's "
+              "loader would form no batch", file=sys.stderr)
+    print(f"agent loop: {loop_yaml}\ndataset: {train_file} ({len(data['batches'])} batches)\n"
+          f"overrides: {d / 'overrides.txt'}")
+    return start(overrides, args.dry_run)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -407,6 +441,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=8, help="patches per batch (the GRPO group)")
     p.add_argument("--normalize-std", action="store_true", help="divide advantages by the group's std")
     p.add_argument("--resume", action="store_true")
+    v = p.add_argument_group("--backend verl (GPUs: a one-turn agent loop, vLLM/SGLang rollouts)")
+    v.add_argument("--backend", choices=["local", "verl"], default="local")
+    v.add_argument("--dry-run", action="store_true", help="write verl's files and print its command, run nothing")
+    v.add_argument("--rollout-engine", choices=["vllm", "sglang"], default="vllm")
+    v.add_argument("--gpus-per-node", type=int, default=8)
+    v.add_argument("--nnodes", type=int, default=1)
+    v.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="one more Hydra override")
     _add_target(p, "runs/engineer")
     _add_engineer(p, local=True)
     p.set_defaults(func=cmd_train)

@@ -72,7 +72,8 @@ def paper_overrides(model: str, train_file: Path, loop_yaml: Path, out: Path, up
                     group_size: int = 4, lr: float = 1e-6, context: int = 65536, prompt_length: int = 16384,
                     engine: str = "vllm", gpus_per_node: int = 8, nnodes: int = 1, norm_std: bool = False,
                     loss_agg: str = "token-mean", kl_coef: float = 0.0, entropy_coef: float = 0.0,
-                    temperature: float = 1.0, val_file: Path | None = None, save_every: int = 1) -> list[str]:
+                    temperature: float = 1.0, val_file: Path | None = None, save_every: int = 1,
+                    agent_name: str = AGENT_NAME) -> list[str]:
     from .verl_advantage import NAME, SETUP_HOOK
 
     if prompt_length >= context:
@@ -105,7 +106,7 @@ def paper_overrides(model: str, train_file: Path, loop_yaml: Path, out: Path, up
         f"actor_rollout_ref.rollout.max_model_len={context}",
         "actor_rollout_ref.rollout.calculate_log_probs=true",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loop_yaml}",
-        f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
+        f"actor_rollout_ref.rollout.agent.default_agent_loop={agent_name}",
         f"trainer.total_training_steps={updates}",
         f"trainer.n_gpus_per_node={gpus_per_node}",
         f"trainer.nnodes={nnodes}",
@@ -158,12 +159,17 @@ def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: 
     if len(tasks) < args.tasks_per_update:
         print(f"warning: {args.tasks_per_update} tasks per update but the dataset has {len(tasks)}: verl's loader "
               f"would form no batch; pass --tasks-per-update {len(tasks)} or more tasks", file=sys.stderr)
-    cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     print(f"agent loop: {loop_yaml}\ndataset: {train_file} ({len(tasks)} tasks)\n"
           + (f"validation: {val_file} ({len(held_out)} held-out tasks)\n" if val_file else
              "validation: off (pass --val-tasks N to hold out a pool)\n") + f"overrides: {d / 'overrides.txt'}")
+    return start(overrides, args.dry_run)
+
+
+def start(overrides: list[str], dry_run: bool) -> int:
+    """Print verl's command; unless ``dry_run``, run it (on a machine with GPUs and the verl extra)."""
+    cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
     print("command:\n  PYTHONPATH=" + shlex.quote(str(ROOT)) + " " + " ".join(shlex.quote(c) for c in cmd))
-    if args.dry_run:
+    if dry_run:
         return 0
     try:
         import verl  # noqa: F401
