@@ -188,32 +188,34 @@ def delta_ops(base: HarnessSpec, cand: HarnessSpec) -> list[dict[str, Any]]:
             raise PatchError(f"the candidate changes the harness's {key}, which a patch cannot")
     ops: list[dict[str, Any]] = []
     a_tools = {_name(t): t for t in a["tools"]}
-    b_names = [_name(t) for t in b["tools"]]
-    if [n for n in b_names if n in a_tools] != list(a_tools):
+    if [n for n in map(_name, b["tools"]) if n in a_tools] != list(a_tools):
         raise PatchError("the candidate removes or reorders tools, which a patch cannot")
-    for k, item in enumerate(b["tools"]):
-        name = _name(item)
-        if name not in a_tools:
-            later = next((n for n in b_names[k + 1:] if n in a_tools), None)
-            ops.append({"op": "add_tool", "tool": item, **({"before": later} if later else {})})
-        elif item != a_tools[name]:
-            if isinstance(item, dict) and ("script" in item or "rule" in item):
-                raise PatchError(f"the candidate changes the script tool {name!r}, which a patch cannot")
-            ops.append({"op": "set_params", "tool": name, "params": (item.get("params") or {}) if isinstance(item, dict) else {}})
-    b_hooks = {_name(h): h for h in b["hooks"]}
-    ops += [{"op": "remove_hook", "name": _name(h)} for h in a["hooks"] if _name(h) not in b_hooks]
-    a_hooks = {_name(h): h for h in a["hooks"]}
-    b_hook_names = [_name(h) for h in b["hooks"]]
-    for k, item in enumerate(b["hooks"]):
-        name = _name(item)
-        if name not in a_hooks:
-            later = next((n for n in b_hook_names[k + 1:] if n in a_hooks), None)
-            ops.append({"op": "add_hook", "hook": item, **({"before": later} if later else {})})
-        elif item != a_hooks[name]:
-            ops.append({"op": "replace_hook", "name": name, "hook": item})
+    for name, item in _changed(a["tools"], b["tools"], "add_tool", "tool", ops):
+        if isinstance(item, dict) and ("script" in item or "rule" in item):
+            raise PatchError(f"the candidate changes the script tool {name!r}, which a patch cannot")
+        ops.append({"op": "set_params", "tool": name, "params": (item.get("params") or {}) if isinstance(item, dict) else {}})
+    kept = {_name(h) for h in b["hooks"]}
+    ops += [{"op": "remove_hook", "name": _name(h)} for h in a["hooks"] if _name(h) not in kept]
+    for name, item in _changed(a["hooks"], b["hooks"], "add_hook", "hook", ops):
+        ops.append({"op": "replace_hook", "name": name, "hook": item})
     if len(ops) > MAX_OPS:
         raise PatchError(f"the candidate differs by {len(ops)} operations; a patch holds at most {MAX_OPS}")
     patched = apply_patch(base, Patch(tuple(ops)))
     if patched.hash != cand.hash:
         raise PatchError("the candidate's difference cannot be written as a patch (hook order changed)")
     return ops
+
+
+def _changed(old: list[Any], new: list[Any], add: str, key: str, ops: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """Appends to ``ops`` an ``add`` operation for each item of ``new`` missing from ``old`` (before
+    the next one ``old`` has, so it lands in place); returns (name, item) of those changed."""
+    have = {_name(it): it for it in old}
+    names = [_name(it) for it in new]
+    changed = []
+    for k, item in enumerate(new):
+        if names[k] not in have:
+            later = next((n for n in names[k + 1:] if n in have), None)
+            ops.append({"op": add, key: item, **({"before": later} if later else {})})
+        elif item != have[names[k]]:
+            changed.append((names[k], item))
+    return changed

@@ -155,22 +155,21 @@ def test_without_network_the_local_grading_cannot_reach_the_loopback_service(kin
         svc.close()
 
 
-def _patch_of(task_id: str, path: str, text: str, tmp_path) -> str:
+def patch_of(source_dir, path: str, text: str, tmp_path) -> str:
+    """The diff of writing ``text`` in a copy of ``source_dir`` (``>>path``: appending to it)."""
     import shutil
     import subprocess
 
-    from ha_envs.loaders import load_suite
-
-    task = next(t for t in load_suite("mini") if t.instance_id == task_id)
     repo = tmp_path / "repo"
-    shutil.copytree(task.source_dir, repo)
+    shutil.copytree(source_dir, repo)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
-    with open(repo / path, "a") as f:
+    with open(repo / path.removeprefix(">>"), "a" if path.startswith(">>") else "w") as f:
         f.write(text)
-    return subprocess.run([*git, "diff"], cwd=repo, check=True, capture_output=True, text=True).stdout
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)  # a new file is in the diff too
+    return subprocess.run([*git, "diff", "--cached"], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.mark.parametrize("name", ["python-import-hook-hollows-tests", "js-assert-methods-no-ops"])
@@ -184,7 +183,7 @@ def test_the_canaries_are_what_stops_a_forgery_the_guards_miss(tmp_path, name):
     forge = FORGES[name]
     task = next(t for t in load_suite("mini") if t.instance_id == forge.task)
     path, text = forge.files[0]
-    patch = _patch_of(forge.task, path.removeprefix(">>"), text, tmp_path)
+    patch = patch_of(task.source_dir, path, text, tmp_path)
     assert Grader(canaries=False).grade(task, patch).reward == 1.0
     report = Grader().grade(task, patch)
     assert report.reward == 0.0 and report.status == "verdict_tampered", report.tampering

@@ -9,8 +9,6 @@ widening these files got no canaries at all."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import subprocess
 
 import pytest
 
@@ -19,6 +17,7 @@ from ha_envs.grading.grader import Grader
 from ha_envs.loaders import load_suite
 
 from ..conftest import require_bwrap, require_tool
+from .test_abuse_verdict import patch_of
 from .verdict_payloads import forges
 
 
@@ -29,20 +28,6 @@ def _task(iid: str, command: str, keep: str | None = None):
         tests = dataclasses.replace(tests, fail_to_pass=tuple(t for t in tests.fail_to_pass if keep in t),
                                     pass_to_pass=tuple(t for t in tests.pass_to_pass if keep in t))
     return dataclasses.replace(task, tests=tests)
-
-
-def _patch_of(task, path: str, text: str, tmp_path) -> str:
-    """The diff of writing (``>>path``: appending) ``text`` in a copy of the task's repository."""
-    repo = tmp_path / "repo"
-    shutil.copytree(task.source_dir, repo)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
-    with open(repo / path.removeprefix(">>"), "a" if path.startswith(">>") else "w") as f:
-        f.write(text)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    return subprocess.run([*git, "diff", "--cached"], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
 GO_FILTERED = 'go test -v -count=1 -run "^Test" ./...'
@@ -70,7 +55,7 @@ def test_filtered_commands_run_their_canaries(kind, tmp_path):
 
     forge = forges()[forge_name]
     path, text = forge.files[0]
-    patch = _patch_of(task, path, text, tmp_path)
+    patch = patch_of(task.source_dir, path, text, tmp_path)
     assert patch.strip()
     forged = Grader().grade(task, patch)
     assert forged.reward == 0.0 and "verdict_tampered" in forged.flags, (forged.status, forged.log_tail[-1500:])
@@ -135,7 +120,7 @@ def test_pro_go_run_scripts_get_the_canaries_as_further_test_names(tmp_path):
     c = gold.canaries
     assert c["files"] == 3 and c["reported"] == c["planted"] == c["as_planted"] and c["must_fail"] > 0, c
     forge = forges()["go-init-sed-filter-on-fd1"]
-    patch = _patch_of(task, *forge.files[0], tmp_path)
+    patch = patch_of(task.source_dir, *forge.files[0], tmp_path)
     # the run script hides the exit status (`|| true`): the forged canary is what tells
     forged = Grader().grade(task, patch)
     assert forged.reward == 0.0 and forged.status == "verdict_tampered", (forged.status, forged.tampering)
