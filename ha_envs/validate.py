@@ -91,6 +91,10 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
             res.fault, res.fault_cause = exc.kind, exc.report.error
             res.cause = "machine" if exc.kind in ("runner_missing", "runner_not_executable") else "environment"
             res.environment = environment_of(task, build=False)
+            lacking = new_imports_missing(task.gold_patch, f"{exc.report.error}\n{exc.report.log_tail}")
+            if lacking:  # the module the tests miss is one the gold patch adds a dependency on
+                res.cause = "network"
+                res.problems.append(_needs(lacking))
         elif isinstance(exc.__cause__, SandboxError) and not MACHINE_SIGNS.search(str(exc)):
             # The sandbox (the environment build, the snapshot) failed, not the grading.
             res.cause, res.environment = "environment", environment_of(task, build=False)
@@ -137,10 +141,7 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
     res.ok = not res.problems
     lacking = [] if res.ok else new_imports_missing(task.gold_patch, _evidence(gold))
     if lacking:
-        res.problems.append(f"the gold patch needs {', '.join(lacking)}, which the environment lacks: the patch "
-                            "adds a dependency, which swebench's eval script installs after the patch, with "
-                            "network; this grader installs nothing a patch declares (the patch would choose code "
-                            "that runs while it grades), so no patch resolves this task here")
+        res.problems.append(_needs(lacking))
     _explain(res, task, [_evidence(gold), _evidence(empty)], lacking)
     if res.cause == "grader" and retries > 0:
         _regrade(res, task, grader, gold, empty, retries)
@@ -183,6 +184,13 @@ def _regrade(res: ValidationResult, task: Task, grader: Grader, gold: GradeRepor
 _MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)|"
                              r"Cannot find (?:package|module) '([^']+)'")
 _ADDED_IMPORT = re.compile(r"^\+\s*(?:import|from)\s+([\w.]+)", re.M)
+
+
+def _needs(lacking: list[str]) -> str:
+    return (f"the gold patch needs {', '.join(lacking)}, which the environment lacks: the patch adds a dependency, "
+            "which swebench's eval script installs after the patch, with network; this grader installs nothing a "
+            "patch declares (the patch would choose code that runs while it grades), so no patch resolves this task "
+            "here")
 
 
 def new_imports_missing(patch: str, log: str) -> list[str]:

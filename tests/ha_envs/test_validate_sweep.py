@@ -352,3 +352,37 @@ def test_a_test_filed_under_the_other_list_changes_no_verdict_and_is_a_note(tiny
     broken = Task(**{**task.__dict__, "gold_patch": tiny_task.gold_patch.replace("return hi", "return x + 0")})
     bad = validate_task(broken, Grader(local_sandbox_factory(network=False)))
     assert not bad.ok and any(p.startswith("PASS_TO_PASS tests fail at base: ") for p in bad.problems)
+
+
+def test_tests_that_import_a_dependency_only_the_gold_patch_adds_are_a_network_cause(tmp_path):
+    """pylint-4661: the hidden tests import a package the gold patch adds as a dependency, so they
+    cannot start at base either (an environment fault for the grader). swebench installs the patch's
+    dependencies with network; this grader never does: the cause is ``network``, as it was before
+    the grader learned to tell faults apart, not ``environment``."""
+    import dataclasses
+    import subprocess
+
+    from ha_envs.loaders import load_suite
+    from ha_envs.validate import validate_task
+    from tests.conftest import _git_diff, require_bwrap
+
+    require_bwrap()
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def where():\n    return '/tmp'\n")
+
+    def copy(name):
+        subprocess.run(["cp", "-a", str(repo), str(tmp_path / name)], check=True)
+        return tmp_path / name
+
+    gold = _git_diff(copy("g"), lambda d: (d / "calc.py").write_text(
+        "import appdirs_zz_missing\n\n\ndef where():\n    return appdirs_zz_missing.user_dir()\n"))
+    test_patch = _git_diff(copy("t"), lambda d: (d / "tests" / "test_where.py").write_text(
+        "import appdirs_zz_missing\nfrom calc import where\n\n\ndef test_where():\n    assert where()\n"))
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__ttl_cache")
+    task = dataclasses.replace(task, instance_id="tiny__dep", source_dir=repo, gold_patch=gold, tests=dataclasses.replace(
+        task.tests, test_patch=test_patch, fail_to_pass=("tests/test_where.py::test_where",), pass_to_pass=(),
+        test_command="python -m pytest -rA -p no:cacheprovider tests/test_where.py", log_parser="pytest"))
+    res = validate_task(task)
+    assert (res.ok, res.cause, res.fault) == (False, "network", "runner_import"), res
+    assert any("appdirs_zz_missing" in p and "adds a dependency" in p for p in res.problems), res.problems
