@@ -49,6 +49,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python benchmarks/bench_netns.py
 	$(BIN)/python benchmarks/bench_tools.py
 	$(BIN)/python benchmarks/bench_agent_loop.py
 	$(BIN)/python benchmarks/bench_docker.py
