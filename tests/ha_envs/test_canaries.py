@@ -340,3 +340,13 @@ def test_a_maxfail_that_never_stops_keeps_must_fail_canaries():
     must-fail ones (the Pro re-validation showed it); ``--maxfail=5`` still stops early."""
     assert not canaries.stops_at_first_failure("pytest -v --tb=short --maxfail=1000 test/units/")
     assert canaries.stops_at_first_failure("pytest --maxfail=5 tests") and canaries.stops_at_first_failure("pytest --maxfail 10 t")
+
+
+def test_a_selected_file_without_tests_gets_no_canaries():
+    """Scale's ansible rows select plugin files beside the test files (a lookup plugin with a
+    class, a deliberately broken filter): the canaries went into them in the Pro re-validation.
+    Only files with tests of their own host canaries; the code under test is never touched."""
+    task = SUITE["mini__ttl_cache"]
+    plugin = "from ansible.plugins.lookup import LookupBase\n\n\nclass LookupModule(LookupBase):\n    def run(self, terms):\n        return terms\n"
+    assert canaries.kind_of(task, "test/integration/targets/config/lookup_plugins/types.py", plugin) is None
+    assert canaries.plan(task, {"lookup_plugins/types.py": plugin}) is None
