@@ -386,3 +386,15 @@ def test_tests_that_import_a_dependency_only_the_gold_patch_adds_are_a_network_c
     res = validate_task(task)
     assert (res.ok, res.cause, res.fault) == (False, "network", "runner_import"), res
     assert any("appdirs_zz_missing" in p and "adds a dependency" in p for p in res.problems), res.problems
+
+
+def test_the_summary_counts_how_the_canaries_came_out():
+    rows = [ValidationResult("a", True, repo="r", canaries={"gold": {"files": 1, "planted": 3, "must_fail": 1,
+                                                                     "reported": 3, "as_planted": 3},
+                                                            "empty": {"files": 1, "planted": 2, "must_fail": 1,
+                                                                      "reported": 2, "as_planted": 2}}),
+            ValidationResult("b", True, repo="r")]
+    md = summary_markdown(rows)
+    assert ("Hidden canaries: planted in 2 gradings of 1 instances (2 test files, 5 canaries, 2 must fail); 5 found "
+            "in the runners' reports, 5 came out as planted.") in md
+    assert "Hidden canaries" not in summary_markdown(rows[1:])
