@@ -293,7 +293,30 @@ def widen(task: Task, kind: str, command: str, names: list[str]) -> str | None:
         return _widen_go(command, names)
     if kind == "cargo":
         return _widen_cargo(command, names)
+    if kind == "mocha":
+        return _widen_mocha(command, names)
     return None
+
+
+_MOCHA_GREP = re.compile(r"""(?<=\s)(-g|--grep)(?:=|\s+)('[^']*'|"(?:[^"$`\\]|\$(?![\w{(]))*"|(?:[^\s'"$`;&|\\]|\$(?![\w{(]))+)""")
+
+
+def _widen_mocha(command: str, names: list[str]) -> str | None:
+    """mocha's ``--grep`` is a regular expression over a test's full title: the canaries' titles
+    (top-level tests: their own) go in as an alternative. ``--invert`` and ``--fgrep`` are left
+    alone."""
+    if re.search(r"(?<=\s)(?:-i|--invert|-f|--fgrep)(?=[\s=]|$)", command):
+        return None
+    found = list(_MOCHA_GREP.finditer(command))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    pattern = m.group(2)
+    inner = pattern[1:-1] if pattern[:1] in "'\"" else pattern
+    if not inner or "'" in inner:
+        return None
+    extra = "|".join(re.escape(n) for n in names)
+    return command[:m.start()] + f"{m.group(1)} '{inner}|^(?:{extra})$'" + command[m.end():]
 
 
 def _widen_pro(command: str, names: list[str]) -> str | None:

@@ -5,7 +5,10 @@ checks only take a resolution away (``verdict_tampered``), they never grant one:
 
 - a simple command (its exit status is the runner's) that exits non-zero, not timed out, whose log
   reports tests but no failing or erroring one, is not a pass, unless the runner's log shows it
-  failed to build something (``[build failed]``, ``[setup failed]``: an ordinary failure);
+  failed to build something (``[build failed]``, ``[setup failed]``: an ordinary failure). A command
+  under coreutils' ``timeout`` that the wrapper killed (124, or 137 with ``-s KILL``) exited with the
+  wrapper's status, not the runner's: axios' rows run ``timeout 10s npx mocha ...`` because mocha
+  stays up after its last test (an open handle), and the official harness reads only the log;
 - ``go test``: the ``go`` command itself, not the test binary, prints each package's ``ok`` or
   ``FAIL`` line from the binary's exit status; a package whose line is ``FAIL`` while every test
   the binary printed passed was forged inside the binary (a stdout filter in an ``init``).
@@ -33,11 +36,16 @@ def exit_status_reasons(command: str, statuses: dict[str, str], log: str, exit_c
     reasons: list[str] = []
     if re.search(r"\bgo\s+test\b", command):
         reasons += go_package_reasons(log)
-    if simple and not timed_out and exit_code != 0 and statuses and \
+    if simple and not timed_out and exit_code != 0 and not _killed_by_timeout(command, exit_code) and statuses and \
             not any(s in (FAILED, ERROR) for s in statuses.values()) and not _BUILD_FAILED.search(log):
         reasons.append(f"the test command exited {exit_code}, but its log reports {len(statuses)} test(s) and no "
                        "failing one")
     return reasons
+
+
+def _killed_by_timeout(command: str, exit_code: int) -> bool:
+    """The command runs under coreutils' ``timeout`` and the wrapper's status is what came back."""
+    return exit_code in (124, 137) and re.match(r"^\s*(?:\w+=\S*\s+)*timeout\s", command) is not None
 
 
 def go_package_reasons(log: str) -> list[str]:

@@ -73,14 +73,34 @@ def test_filtered_commands_run_their_canaries(kind, tmp_path):
     ("RUSTFLAGS=-Awarnings cargo test --test integration -- regression && echo done",
      "RUSTFLAGS=-Awarnings cargo test --test integration -- TestA TestB regression && echo done"),
     ("cargo test -- regression::r2208 --exact", None),  # --exact needs the module path
+    ("timeout 10s npx mocha -R tap test/unit/adapters/http.js -g 'timeout'",
+     "timeout 10s npx mocha -R tap test/unit/adapters/http.js -g 'timeout|^(?:TestA|TestB)$'"),
+    ('npx mocha test/a.js --grep="body length" -R tap', "npx mocha test/a.js --grep 'body length|^(?:TestA|TestB)$' -R tap"),
+    ("npx mocha test/a.js --grep 'translation key' --invert", None),  # inverted: the canaries would be excluded
+    ("npx mocha test/a.js --fgrep timeout", None),
 ])
 def test_widening_a_name_filter(command, widened):
-    kind = "cargo" if "cargo test" in command else "go"
+    kind = "cargo" if "cargo test" in command else "mocha" if "mocha" in command else "go"
     task = _task("mini__go_ledger", command)
     assert canaries.widen(task, kind, command, ["TestA", "TestB"]) == widened
-    assert (canaries.kind_of(task, "money/x_test.go" if kind == "go" else "tests/x.rs",
-                             "func TestQ(t *testing.T) {}\n" if kind == "go" else "#[test]\nfn q() {}\n") is None) \
-        == (widened is None)
+    path, text = {"go": ("money/x_test.go", "func TestQ(t *testing.T) {}\n"), "cargo": ("tests/x.rs", "#[test]\nfn q() {}\n"),
+                  "mocha": ("test/a.js", "describe('q', () => { it('works', () => {}); });\n")}[kind]
+    assert (canaries.kind_of(task, path, text) is None) == (widened is None)
+
+
+def test_a_command_killed_by_its_timeout_wrapper_exited_with_the_wrappers_status():
+    """axios' rows run ``timeout 10s npx mocha ...``: mocha stays up after its last test (an open
+    handle) and the wrapper's 124 comes back. That is not the runner's status: the gold patch of
+    axios-4738 came out ``verdict_tampered`` in the re-validation. A runner's own non-zero exit
+    with only passes still is not a pass."""
+    from ha_envs.grading.consistency import exit_status_reasons
+    from ha_envs.grading.log_parsers import PASSED
+
+    passed = {"a": PASSED, "b": PASSED}
+    cmd = "timeout 10s npx mocha -R tap test/unit/adapters/http.js -g 'timeout'"
+    assert exit_status_reasons(cmd, passed, "ok 1 a\nok 2 b\n", 124, False, True) == []
+    assert exit_status_reasons(cmd, passed, "ok 1 a\nok 2 b\n", 1, False, True)  # mocha's own failure status
+    assert exit_status_reasons("npx mocha -R tap t.js", passed, "ok 1 a\n", 124, False, True)  # no wrapper: the runner's
 
 
 # A run script and parser in the shape of SWE-bench Pro's Go instances (flipt, teleport): the
