@@ -89,12 +89,16 @@ class EpisodeConfig:
     seed: int | None = None
     """The run's seed: each episode samples with ``episode_seed(seed, instance_id, sample)``
     (reproducible, and different across a group's members); None leaves sampling to the client."""
+    env_placement: str = "local"
+    """Where each episode's env and sandbox run: ``local`` (this process) or ``ray`` (a Ray actor
+    on a node with sandbox slots, ``ha_agents.runs.remote_env``; the policy stays here)."""
 
     @classmethod
     def create(cls, harness: "str | Path | HarnessSpec" = "h0", *, sandbox: str = "local",
                env_options: Mapping[str, Any] | None = None, token_mode: TokenMode | None = None,
                model_options: ModelOptions | None = None, seed: int | None = None, max_turns: int | None = None,
-               command_timeout_s: float | None = None, max_format_errors: int | None = None) -> "EpisodeConfig":
+               command_timeout_s: float | None = None, max_format_errors: int | None = None,
+               env_placement: str = "local") -> "EpisodeConfig":
         """The one place a run's limits override its harness spec's (the hash changes with them)."""
         opts = dict(env_options or {})
         for key in ("max_turns", "command_timeout_s", "max_format_errors"):  # limits belong to the spec
@@ -102,7 +106,7 @@ class EpisodeConfig:
                 raise ValueError(f"env_options[{key!r}]: a limit; pass {key}= to EpisodeConfig.create")
         spec = load_spec(harness).with_limits(max_turns, command_timeout_s, max_format_errors)
         return cls(harness=spec, sandbox=sandbox, env_options=opts, token_mode=token_mode,
-                   model_options=model_options, seed=seed).validate()
+                   model_options=model_options, seed=seed, env_placement=env_placement).validate()
 
     @classmethod
     def of(cls, value: "EpisodeConfig | str | Path | HarnessSpec") -> "EpisodeConfig":
@@ -113,6 +117,10 @@ class EpisodeConfig:
         self.harness.validate()
         if not callable(self.sandbox) and self.sandbox not in SANDBOXES:
             raise ValueError(f"sandbox: unknown sandbox {self.sandbox!r}; available: {', '.join(SANDBOXES)}")
+        if self.env_placement not in ("local", "ray"):
+            raise ValueError(f"env_placement: {self.env_placement!r}; use local or ray")
+        if self.env_placement == "ray" and callable(self.sandbox):
+            raise ValueError("env_placement ray: the sandbox must be a name (local or docker), not a callable")
         if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
             raise ValueError(f"seed: expected a non-negative integer, got {self.seed!r}")
         if self.token_mode is not None and self.token_mode.max_new_tokens is not None and \
@@ -163,7 +171,12 @@ def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSp
     else:
         loop = AgentLoop(client, config=LoopConfig())
     t0 = time.monotonic()
-    env = make(task=task, harness=harness, sandbox=config.sandbox, **dict(config.env_options))
+    if config.env_placement == "ray":
+        from .runs.remote_env import RemoteEnv
+
+        env = RemoteEnv(task, harness, config.sandbox, env_options=dict(config.env_options))
+    else:
+        env = make(task=task, harness=harness, sandbox=config.sandbox, **dict(config.env_options))
     try:
         try:
             traj = loop.run(env, task, seed=seed, skill=skill)
@@ -171,7 +184,10 @@ def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSp
             traj = Trajectory(instance_id=task.instance_id, model=client.name, harness=harness.name,
                               harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
                               info={"termination": "sandbox_error", "mask_sample": True, "error": str(exc)})
-        return _record(task, client.name, harness, traj, t0).to_json()
+        record = _record(task, client.name, harness, traj, t0).to_json()
+        if config.env_placement == "ray":
+            record["node"] = env.node  # the node whose actor ran the env and its sandbox
+        return record
     finally:
         env.close()
 

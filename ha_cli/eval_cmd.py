@@ -41,7 +41,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"warning: --runs {args.runs} at temperature {args.temperature or 0} (greedy): the runs will be near "
               "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
     config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=token_mode, model_options=options,
-                                  seed=args.seed, max_turns=args.max_turns)
+                                  seed=args.seed, max_turns=args.max_turns, env_placement=args.env_placement)
     summary = evaluate(tasks, model, config, runs=args.runs, out_dir=args.out, workers=args.workers,
                        executor=args.executor, progress_bar=not args.no_progress)
     print(summary.markdown())
@@ -128,6 +128,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=1, help="episodes in flight at once")
     p.add_argument("--executor", choices=["threads", "ray"], default="threads",
                    help="threads on this machine, or Ray tasks (RAY_ADDRESS, else a local Ray)")
+    p.add_argument("--env-placement", choices=["local", "ray"], default="local",
+                   help="where each episode's env and sandbox run: here, or a Ray actor on a node with sandbox slots "
+                        "(RAY_ADDRESS, else a local Ray); the model is called from here")
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--tokenizer", default="", help="token mode: tokenizer.json (or a model dir); records ids, "
                    "loss mask and logprobs as the model produced them")

@@ -54,6 +54,10 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
                    help="refuse training instances of this evaluation benchmark; warn on shared repositories")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
+    p.add_argument("--env-placement", choices=["local", "ray"], default="local",
+                   help="where the training episodes' envs and sandboxes run: here, or Ray actors on nodes with sandbox "
+                        "slots (RAY_ADDRESS, else a local Ray) while the policy stays here (local backend) or on verl's "
+                        "GPU workers (verl backend)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save-every", type=int, default=1)
     p.add_argument("--out", default="runs/train")
@@ -200,7 +204,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     evolve = _evolver(args, tasks, out, ledger) if args.evolve or args.skill_teacher else None
     history = train(trainer, tasks, TrainConfig(
         updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, harness=spec,
-        sandbox=args.sandbox, workers=args.workers, seed=args.seed, save_every=args.save_every,
+        sandbox=args.sandbox, env_placement=args.env_placement, workers=args.workers, seed=args.seed,
+        save_every=args.save_every,
         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
         progress=not args.no_progress, evolve_every=args.evolve_every if evolve is not None else 0,
         freeze_policy=args.freeze_policy), out,

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 SLOTS = "sandbox_slots"
 GIB_PER_SLOT = 2
+_INIT = threading.Lock()  # episodes in threads (remote envs) may all ask for Ray at once
 
 
 def node_slots() -> int:
@@ -58,8 +60,14 @@ def init_ray(address: str | None = None, **local_options: Any) -> str:
     import ray
 
     target = address or os.environ.get("RAY_ADDRESS") or "local"
-    if ray.is_initialized():
-        return target
+    with _INIT:
+        if ray.is_initialized():
+            return target
+        _init(ray, target, local_options)
+    return target
+
+
+def _init(ray: Any, target: str, local_options: dict[str, Any]) -> None:
     opts: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
     if target == "local":
         local_options.setdefault("resources", {SLOTS: node_slots()})
@@ -67,7 +75,6 @@ def init_ray(address: str | None = None, **local_options: Any) -> str:
     elif "runtime_env" in local_options:
         opts["runtime_env"] = local_options["runtime_env"]
     ray.init(address=target, **opts)
-    return target
 
 
 __all__ = ["GIB_PER_SLOT", "SLOTS", "group_resources", "init_ray", "node_slots"]

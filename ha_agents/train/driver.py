@@ -55,6 +55,8 @@ class TrainConfig:
     group_size: int = 4
     harness: Any = "h0"
     sandbox: str = "local"
+    env_placement: str = "local"
+    """``local``, or ``ray``: each episode's env and sandbox in a Ray actor on a node with sandbox slots."""
     workers: int = 2
     seed: int = 0
     batch: BatchPolicy = field(default_factory=BatchPolicy)
@@ -188,7 +190,8 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
             raise ValueError("training needs token mode: give TrainConfig.token_mode (template and tokenizer) or a "
                              "trainer with a token_mode")
         source = EpisodeSource(EpisodeConfig.create(spec, sandbox=config.sandbox, env_options=config.env_kwargs,
-                                                    token_mode=token_mode), config.workers, config.progress)
+                                                    token_mode=token_mode, env_placement=config.env_placement),
+                               config.workers, config.progress)
     elif evolve is not None:
         raise ValueError("evolution replaces the harness of repair episodes: it needs the default rollout source")
     sampler = TaskSampler(tasks, config.seed)

@@ -39,11 +39,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def agent_loop_yaml(path: Path, harness: HarnessSpec, tasks: dict[str, Any], sandbox: str = "local",
-                    truncated: str = "drop", max_turns: int | None = None) -> Path:
+                    truncated: str = "drop", max_turns: int | None = None, env: str = "local") -> Path:
+    """verl's agent-loop YAML for our loop; ``env``: ``local`` (the env in verl's agent-loop worker)
+    or ``ray`` (an actor on a node with sandbox slots: policy on GPU nodes, sandboxes on CPU nodes)."""
     import yaml
 
     entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": "ha_agents.train.verl_loop.HarnessAgentLoop",
-                             "harness": harness.to_dict(), "tasks": tasks, "sandbox": sandbox, "truncated": truncated}
+                             "harness": harness.to_dict(), "tasks": tasks, "sandbox": sandbox, "truncated": truncated,
+                             "env": env}
     if max_turns:
         entry["max_turns"] = max_turns
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +147,7 @@ def split_validation(tasks: list[Task], n: int, seed: int = 0) -> tuple[list[Tas
 def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: Path) -> int:
     d = out / "verl"
     loop_yaml = agent_loop_yaml(d / "agent_loop.yaml", spec, _task_source(args), args.sandbox, args.truncated,
-                                args.max_turns or 60)
+                                args.max_turns or 60, env=getattr(args, "env_placement", "local") or "local")
     tasks, held_out = split_validation(tasks, getattr(args, "val_tasks", 0) or 0, args.seed)
     train_file = write_dataset(tasks, d / "train.parquet")
     val_file = write_dataset(held_out, d / "val.parquet") if held_out else None

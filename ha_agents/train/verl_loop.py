@@ -52,7 +52,7 @@ from ..records.episode_record import classify
 
 log = logging.getLogger(__name__)
 
-EXTRA_KEYS = ("resolved", "truncated", "termination", "mask_sample", "harness_hash", "turns")
+EXTRA_KEYS = ("resolved", "truncated", "termination", "mask_sample", "harness_hash", "turns", "env_node")
 """The keys of every episode's ``reward_extra_info`` (verl batches them, so all episodes share them)."""
 
 
@@ -65,9 +65,10 @@ def _end_of_turn_ids(tokenizer: Any) -> frozenset[int]:
 
 
 def _extra_info(resolved: bool, truncated: bool, termination: str, masked: bool, harness_hash: str,
-                turns: int) -> dict[str, Any]:
+                turns: int, env_node: str = "") -> dict[str, Any]:
+    """``env_node``: the Ray node whose actor ran the env (``env: ray``); empty for an env in this process."""
     return dict(zip(EXTRA_KEYS, (float(resolved), float(truncated), termination, float(masked), harness_hash,
-                                 float(turns))))
+                                 float(turns), env_node or "")))
 
 
 def load_tasks(source: dict[str, Any]) -> dict[str, Task]:
@@ -104,11 +105,14 @@ def _spec(value: Any) -> HarnessSpec:
 
 class HarnessAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, harness: Any = "h0", tasks: Any = None, sandbox: str = "local",
-                 truncated: str = "drop", max_turns: int | None = None, **kwargs: Any) -> None:
+                 truncated: str = "drop", max_turns: int | None = None, env: str = "local", **kwargs: Any) -> None:
         kwargs.pop("name", None)
         super().__init__(*args, **kwargs)
         if truncated not in ("drop", "keep"):
             raise ValueError(f"truncated must be drop or keep, got {truncated!r}")
+        if env not in ("local", "ray"):
+            raise ValueError(f"env must be local (in this worker) or ray (an actor on a sandbox node), got {env!r}")
+        self.env_placement = env
         self.harness = _spec(harness)
         self.task_source = dict(tasks or {"suite": "mini"})
         self.sandbox = sandbox
@@ -129,7 +133,15 @@ class HarnessAgentLoop(AgentLoopBase):
         spec = _spec(extra["harness"]) if extra.get("harness") else self.harness
         if self.max_turns:
             spec = spec.with_limits(max_turns=self.max_turns)
-        env = ha_envs.make(task=tasks[iid], harness=spec, sandbox=self.sandbox)
+        if self.env_placement == "ray":  # the env and its sandbox on a node with sandbox slots
+            from ha_agents.runs.remote_env import RemoteEnv
+
+            try:
+                env = await self._call(lambda: RemoteEnv(tasks[iid], spec, self.sandbox))
+            except Exception as exc:  # noqa: BLE001 - no actor could be made: masked, reported
+                return self._failed(f"remote env failed: {type(exc).__name__}: {exc}", spec)
+        else:
+            env = ha_envs.make(task=tasks[iid], harness=spec, sandbox=self.sandbox)
         try:
             return await self._episode(env, spec, sampling_params)
         finally:
@@ -203,7 +215,7 @@ class HarnessAgentLoop(AgentLoopBase):
             response_logprobs=list(logprobs[:n]) if logprobs is not None and len(logprobs) >= n else None,
             reward_score=float(reward), num_turns=2 * turns + 1, metrics=AgentLoopMetrics(),
             extra_fields={"reward_extra_info": _extra_info(bool(grade.get("resolved")), truncated, str(termination),
-                                                           masked, spec.hash, turns)})
+                                                           masked, spec.hash, turns, getattr(env, "node", None) or "")})
 
     def _failed(self, error: str, spec: HarnessSpec) -> AgentLoopOutput:
         log.warning("episode masked: %s", error)

@@ -14,12 +14,14 @@ Reset strategies (see benchmarks/bench_sandbox.py for the measurement):
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,8 +89,7 @@ def touch(path: Path) -> None:
 
 def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
     """The task's snapshot, built on first use and reused after (keyed by the task's content)."""
-    key = _snapshot_key(task)
-    dest = cache_root() / "snapshots" / f"{_safe(task.instance_id)}-{key}"
+    dest = snapshot_dest(task)
     marker = dest / ".git" / "ha-base"
     if marker.is_file():
         touch(dest)
@@ -105,6 +106,73 @@ def prepare_snapshot(task: Task, repos_dir: Path | None = None) -> Snapshot:
         try:
             os.rename(tmp / "repo", dest)
         except OSError:  # another process won the race; use theirs
+            if not marker.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Snapshot(dest, marker.read_text().strip())
+
+
+def snapshot_key(task: Task) -> str:
+    """The content key of the task's snapshot (the same on every machine that has the task)."""
+    return _snapshot_key(task)
+
+
+def snapshot_dest(task: Task, key: str | None = None) -> Path:
+    """Where this machine keeps the task's snapshot (``key``: computed when not given)."""
+    return cache_root() / "snapshots" / f"{_safe(task.instance_id)}-{key or _snapshot_key(task)}"
+
+
+ORIGIN_FILE = "ha-origin"
+"""In a snapshot's ``.git``: where a snapshot that was not built here came from (``install_snapshot``)."""
+
+
+def snapshot_origin(path: Path) -> str:
+    """``built`` (here, from the task's source) or ``copied`` (installed from another machine's)."""
+    return "copied" if (Path(path) / ".git" / ORIGIN_FILE).is_file() else "built"
+
+
+def pack_snapshot(path: Path) -> bytes:
+    """A prepared snapshot as an uncompressed tar (its git objects are compressed already), to move
+    it to a machine that lacks it."""
+    path = Path(path)
+    if not (path / ".git" / "ha-base").is_file():
+        raise TaskError(f"{path} is not a prepared snapshot (no .git/ha-base)")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(path, arcname="repo")
+    return buf.getvalue()
+
+
+def install_snapshot(task: Task, key: str, data: bytes, sha256: str, origin: str = "copied") -> Snapshot:
+    """Install a snapshot packed elsewhere (``pack_snapshot``; ``sha256``: the packer's digest of
+    ``data``, since a tar cut short can read as a smaller complete one) as this machine's copy for
+    ``key``, atomically (a concurrent installer's or builder's copy wins; theirs is used). The copy
+    records its origin, so a machine can tell the snapshots it built from those it was given."""
+    dest = snapshot_dest(task, key)
+    marker = dest / ".git" / "ha-base"
+    if marker.is_file():
+        return Snapshot(dest, marker.read_text().strip())
+    got_sha = hashlib.sha256(data).hexdigest()
+    if got_sha != sha256:
+        raise TaskError(f"the snapshot archive for {task.instance_id} cannot be installed: {len(data)} bytes with "
+                        f"sha256 {got_sha[:16]}, the packer's was {sha256[:16]} (cut short or damaged in transit)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".copy-", dir=dest.parent))
+    try:
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+                tar.extractall(tmp, filter="tar")  # no absolute paths or paths outside tmp
+        except tarfile.TarError as exc:  # truncated, damaged, or a member that would land outside tmp
+            raise TaskError(f"the snapshot archive for {task.instance_id} ({len(data)} bytes) cannot be installed: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        got = tmp / "repo" / ".git" / "ha-base"
+        if not got.is_file():
+            raise TaskError(f"the snapshot archive for {task.instance_id} ({len(data)} bytes) holds no prepared snapshot")
+        (tmp / "repo" / ".git" / ORIGIN_FILE).write_text(origin + "\n")
+        try:
+            os.rename(tmp / "repo", dest)
+        except OSError:
             if not marker.is_file():
                 raise
     finally:

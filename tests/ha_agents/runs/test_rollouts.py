@@ -159,3 +159,51 @@ def test_a_node_lost_mid_run_loses_and_duplicates_nothing(tmp_path, monkeypatch,
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_snapshots_move_to_nodes_that_lack_the_repository(tiny_task, tmp_path, monkeypatch):
+    """Three nodes, each with a cache of its own and no repository mirror (HA_CACHE_DIR and
+    HA_REPOS_DIR through each node's environment): the driver builds each task's snapshot once from
+    its mirror, every node that runs a group gets a copy through the driver's SnapshotStore and
+    builds none, and the episodes are graded as on one machine (the oracle resolves all)."""
+    import dataclasses
+    import subprocess
+
+    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_envs.provision.workcopy import snapshot_origin
+
+    mirror = tmp_path / "mirrors" / "acme+clamp" / "repo"
+    mirror.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-a", str(tiny_task.source_dir), str(mirror)], check=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(git + args, cwd=mirror, check=True, capture_output=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mirror, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    ts = [dataclasses.replace(tiny_task, instance_id=f"acme__clamp-{i}", repo="acme/clamp", base_commit=base,
+                              source_dir=None) for i in (1, 2, 3)]
+    monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))  # the driver alone has the mirror
+    (tmp_path / "no-mirrors").mkdir()
+    caches = [tmp_path / f"node{i}" for i in range(3)]
+    env = lambda c: {"HA_CACHE_DIR": str(c), "HA_REPOS_DIR": str(tmp_path / "no-mirrors")}  # noqa: E731
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 2}, "env_vars": env(caches[0])})
+    try:
+        for c in caches[1:]:
+            cluster.add_node(num_cpus=1, resources={SLOTS: 2}, env_vars=env(c))
+        cluster.wait_for_nodes()
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        recs = collect(ts, 2, "oracle", "h0", out=tmp_path / "ray", workers=6, executor="ray", progress_bar=False)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert sorted((r["instance_id"], r["run"]) for r in recs) == sorted((t.instance_id, k) for t in ts for k in (1, 2))
+    assert all(r["resolved"] and not r["mask_sample"] for r in recs), [(r["termination"], r["error"]) for r in recs]
+    assert {r["snapshot"] for r in recs} == {"copied"}, [r["snapshot"] for r in recs]
+    on_nodes = {p.name: snapshot_origin(p) for c in caches if (c / "snapshots").is_dir()
+                for p in (c / "snapshots").iterdir() if not p.name.startswith(".")}
+    assert sorted(n.rsplit("-", 1)[0] for n in on_nodes) == sorted(t.instance_id for t in ts)  # one copy per group's node
+    assert set(on_nodes.values()) == {"copied"}  # no node built one
+    assert len({r["node"] for r in recs}) >= 2

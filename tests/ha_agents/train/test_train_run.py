@@ -140,6 +140,24 @@ def test_ha_train_end_to_end_and_the_checkpoint_evaluates(warm_model, tmp_path):
     assert all((wa[k] == wb[k]).all() for k in wa)
 
 
+def test_ha_train_with_the_envs_in_ray_actors(warm_model, tmp_path):
+    """`ha train --env-placement ray`: the policy generates in this process, each episode's env and
+    sandbox run in a Ray actor (a private local Ray: no RAY_ADDRESS); the rollouts say which node
+    ran them, are graded and train as in-process ones do."""
+    args = list(TRAIN)
+    args[args.index("--updates") + 1] = "1"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    p = _cli(*args, "--model", str(warm_model), "--env-placement", "ray", "--out", str(tmp_path / "r"), env=env)
+    log, _ = p.communicate(timeout=900)
+    assert p.returncode == 0, log
+    [row] = _metrics(tmp_path / "r")
+    assert row["ledger"]["training"] == 3
+    recs = [json.loads(x) for x in (tmp_path / "r" / "rollouts" / "update-0001" / "trajectories.jsonl").read_text()
+            .splitlines()]
+    assert len(recs) == 3 and all(r["node"] and len(r["node"]) == 56 for r in recs)  # a Ray node id
+    assert not any(r["mask_sample"] for r in recs) and all(sum(r["loss_mask"]) > 0 for r in recs)
+
+
 def test_cli_errors_are_specific(tmp_path):
     from ha_cli.main import main
 

@@ -94,7 +94,8 @@ def test_adapter_episode_is_token_faithful_and_rewarded(model_dir, tmp_path):
     out, tok = _episode(model_dir, tmp_path, server)
     assert out.reward_score == 1.0
     assert out.extra_fields["reward_extra_info"] == {"resolved": 1.0, "truncated": 0.0, "termination": "submitted",
-                                                     "mask_sample": 0.0, "harness_hash": TRAIN_HARNESS.hash, "turns": 3.0}
+                                                     "mask_sample": 0.0, "harness_hash": TRAIN_HARNESS.hash, "turns": 3.0,
+                                                     "env_node": ""}
     # one request id for the episode; each call's max_tokens is the response budget left
     assert len({c["request_id"] for c in server.calls}) == 1 and len(server.calls) == 3
     assert server.calls[0]["max_tokens"] == 6000
@@ -211,6 +212,36 @@ def test_agent_loop_worker_on_local_ray_then_verls_advantage_and_loss(model_dir,
     assert torch.isfinite(agg_loss(logp.detach(), mask, "token-mean"))
 
 
+def test_agent_loop_worker_drives_the_remote_env_on_a_sandbox_node(model_dir, tmp_path):
+    """verl's AgentLoopWorker on a policy node, our loop with ``env: ray``: each episode's env and
+    sandbox run in an actor on the node with sandbox slots (its own cache), the tokens stay with
+    the loop; the episodes are rewarded as in-process ones and say which node ran their env."""
+    import ray
+    from ray.cluster_utils import Cluster
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    from ha_agents.runs.ray_cluster import SLOTS
+
+    y = agent_loop_yaml(tmp_path / "loop.yaml", TRAIN_HARNESS, {"suite": "mini"}, env="ray")
+    cfg = _config(model_dir, y, response_length=3000)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {"policy": 1}})
+    try:
+        sbx = cluster.add_node(num_cpus=1, resources={SLOTS: 2}, env_vars={"HA_CACHE_DIR": str(tmp_path / "sbx")})
+        cluster.wait_for_nodes()
+        init_ray(address=cluster.address,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(ROOT), "CI": os.environ.get("CI", "")}})
+        server = ScriptedServer(str(model_dir), [_gold_call(), SUBMIT])
+        worker = ray.remote(AgentLoopWorker).options(resources={"policy": 1}).remote(cfg, server)
+        out = ray.get(worker.generate_sequences.remote(_batch(2)))
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert out.batch["rm_scores"].sum(-1).tolist() == [1.0, 1.0]
+    assert list(out.non_tensor_batch["termination"]) == ["submitted"] * 2
+    assert list(out.non_tensor_batch["env_node"]) == [sbx.node_id] * 2
+    assert (tmp_path / "sbx" / "snapshots").is_dir()  # the sandbox node prepared the task, not the policy node
+
+
 def _batch(n: int):
     from verl.protocol import DataProto
 
@@ -244,6 +275,11 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
 
     [entry] = yaml.safe_load((out / "verl" / "agent_loop.yaml").read_text())
     assert entry["_target_"] == "ha_agents.train.verl_loop.HarnessAgentLoop" and entry["max_turns"] == 60
+    assert entry["env"] == "local"
+    assert main(["train", "--backend", "verl", "--dry-run", "--model", str(model_dir), "--suite", "mini", "--limit", "4",
+                 "--env-placement", "ray", "--out", str(tmp_path / "v-ray")]) == 0
+    assert yaml.safe_load((tmp_path / "v-ray" / "verl" / "agent_loop.yaml").read_text())[0]["env"] == "ray"
+    capsys.readouterr()
     # verl's own Hydra config accepts every override we write
     from hydra import compose, initialize_config_dir
     import verl

@@ -126,3 +126,50 @@ def test_submodules_come_from_mirrors_and_a_build_needs_no_network(tmp_path, mon
     bare = Task(**{**task.__dict__, "instance_id": "acme__app-2"})
     report = Grader(local_sandbox_factory(network=False)).grade(bare, "")
     assert report.status == "build_failed" and "github.com" in report.error
+
+
+def test_a_packed_snapshot_installs_elsewhere_as_a_copy(tiny_task, tmp_path, monkeypatch):
+    """A snapshot moved to a machine that lacks it (another cache): the same tree and base commit,
+    marked copied; the builder's own is marked built; a truncated or unsafe archive is a named error
+    that leaves nothing behind."""
+    import hashlib
+    import io
+    import tarfile
+
+    import pytest
+
+    from ha_envs.provision.workcopy import (install_snapshot, pack_snapshot, snapshot_dest, snapshot_key,
+                                            snapshot_origin)
+    from ha_envs.task import TaskError
+
+    built = prepare_snapshot(tiny_task)
+    assert snapshot_origin(built.path) == "built"
+    data = pack_snapshot(built.path)
+    key = snapshot_key(tiny_task)
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "other-node"))
+    assert not snapshot_dest(tiny_task, key).exists()
+    digest = hashlib.sha256(data).hexdigest()
+    copy = install_snapshot(tiny_task, key, data, digest)
+    assert copy.path == snapshot_dest(tiny_task, key) and copy.path != built.path
+    assert copy.base_commit == built.base_commit and snapshot_origin(copy.path) == "copied"
+    assert (copy.path / "calc.py").read_text() == (built.path / "calc.py").read_text()
+    assert git(copy.path, "rev-parse", "HEAD") == built.base_commit and git(copy.path, "status", "--porcelain") == ""
+    assert prepare_snapshot(tiny_task).path == copy.path  # found, not rebuilt
+    assert install_snapshot(tiny_task, key, b"anything", "0").path == copy.path  # already there: kept
+
+    other = Task(**{**tiny_task.__dict__, "instance_id": "tiny__other"})
+    with pytest.raises(TaskError, match="cannot be installed"):
+        install_snapshot(other, key, data[: len(data) // 3], digest)
+    evil = io.BytesIO()
+    with tarfile.open(fileobj=evil, mode="w") as tar:
+        info = tarfile.TarInfo("../../escaped")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"bad"))
+    with pytest.raises(TaskError, match="cannot be installed"):
+        install_snapshot(other, key, evil.getvalue(), hashlib.sha256(evil.getvalue()).hexdigest())
+    with pytest.raises(TaskError, match="holds no prepared snapshot"):
+        empty = io.BytesIO()
+        tarfile.open(fileobj=empty, mode="w").close()
+        install_snapshot(other, key, empty.getvalue(), hashlib.sha256(empty.getvalue()).hexdigest())
+    assert not snapshot_dest(other, key).exists() and not (tmp_path / "escaped").exists()
+    assert not [p for p in snapshot_dest(other, key).parent.iterdir() if p.name.startswith(".copy-")]
