@@ -14,7 +14,10 @@ Set-up, per seed (every step is an `ha` command a user can run; the script print
 3. GRPO (``ha engineer train``): K patches per batch and update, reward = mean(patched - base)
    over the batch's tasks, m runs per task with common seeds;
 4. evaluation (``ha engineer eval``): the trained engineer's and the warm start's patch per batch
-   (the training temperature, 0.5: a tiny model copies a patch faithfully there; the same seeds), on the batch and on the held-out tasks, with paired CIs.
+   (the training temperature, 0.5: a tiny model copies a patch faithfully there; the same seeds), on the batch and on the held-out tasks, with paired CIs;
+5. unseen targets: the same engineers on ``hasty`` with other base harnesses (``--unseen-harnesses``,
+   default openhands and h1): the target is run on each (``ha eval``), its failures batched with the
+   same partition, and both engineers evaluated there (``ha engineer eval --harness H``).
 
 Reported: per update, the reward and the helpful / wrong-point (neutral) / invalid / no-op rates;
 target rollouts split into base and patched, cache hits and rejected patches (which must run
@@ -85,7 +88,24 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
              "--samples", str(args.eval_samples),
              "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
         evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
-    return {"seed": seed, "setup_s": round(setup_s, 1), "metrics": metrics, "eval": evals,
+    unseen = {}
+    for h in args.unseen_harnesses:  # the same engineers, targets they never saw: hasty on another base harness
+        if not done(f"target-{h}"):
+            run(["eval", *src, "--model", "hasty", "--harness", h, "--seed", str(seed), "--no-progress",
+                 "--out", str(d / f"target-{h}")])
+        run(["engineer", "batches", *src, "--run", str(d / f"target-{h}"), "--n", "2", "--seed", str(seed),
+             "--partition", "rl", "--fractions", "0", f"{args.rl_share:.4f}", "0", f"{1 - args.rl_share:.4f}",
+             "--partition-seed", str(seed), "--out", str(d / f"batches-{h}.json")])
+        if not json.loads((d / f"batches-{h}.json").read_text())["batches"]:
+            print(f"seed {seed}: hasty on {h} failed fewer than 2 RL tasks; no unseen-target batch", flush=True)
+            continue
+        for name, model in (("warm", d / "sft" / "model"), ("trained", d / "e" / "engineer" / "checkpoint" / "model")):
+            run(["engineer", "eval", *src, "--batches", str(d / f"batches-{h}.json"), "--engineer", f"hf:{model}",
+                 "--engineer-temperature", str(args.temperature), "--heldout", "test", "--name", f"{name}-{h}",
+                 "--model", "hasty", "--harness", h, "--runs", str(args.runs), "--seed", str(seed), "--workers", "2",
+                 "--samples", str(args.eval_samples), "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
+            unseen[f"{name}@{h}"] = json.loads((d / "e" / f"eval-{name}-{h}.json").read_text())
+    return {"seed": seed, "unseen": unseen, "setup_s": round(setup_s, 1), "metrics": metrics, "eval": evals,
             "teacher_rollouts": {"base": sum(t["info"].get("base_rollouts", 0) for t in teacher),
                                  "patched": sum(t["info"].get("patched_rollouts", 0) for t in teacher),
                                  "scored": len(teacher),
@@ -131,6 +151,8 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.5, help="the engineer's sampling temperature")
     ap.add_argument("--tasks", nargs="+", default=TASKS)
     ap.add_argument("--rl-share", type=float, default=0.67)
+    ap.add_argument("--unseen-harnesses", nargs="*", default=["openhands", "h1"],
+                    help="evaluate the engineers on the target with these base harnesses too (unseen targets)")
     ap.add_argument("--root", default="runs/bench-engineer")
     ap.add_argument("--resume", action="store_true", help="keep the steps already on disk under --root")
     ap.add_argument("--plot", default=str(Path(__file__).with_name("engineer.png")))
@@ -168,6 +190,24 @@ def main() -> None:
                   f"overfit gap {e['overfit_gap'] if e['overfit_gap'] is not None else float('nan'):+.3f}")
     from ha_evolve.harness_edit import paired_ci
 
+    if args.unseen_harnesses:
+        print("\nunseen targets (hasty on another base harness; the engineers were trained against h0): reward on "
+              "that target's batches / held-out tasks")
+        for r in results:
+            for name, e in r["unseen"].items():
+                print(f"  seed {r['seed']} {name:<18} batches {e['batch_delta']:+.3f} {fmt(e['batch_delta_ci'])}  "
+                      f"held-out {e['heldout_delta'] if e['heldout_delta'] is not None else float('nan'):+.3f} "
+                      f"{fmt(e['heldout_delta_ci'])}  pass@1 held-out {e.get('heldout_pass_base', float('nan')):.3f} -> "
+                      f"{e.get('heldout_pass_patched', float('nan')):.3f}  valid {e['valid_rate']:.2f}  "
+                      f"helpful {e['helpful_rate']:.2f}")
+        for h in args.unseen_harnesses:
+            pairs = [(r["unseen"][f"trained@{h}"], r["unseen"][f"warm@{h}"]) for r in results
+                     if f"trained@{h}" in r["unseen"] and f"warm@{h}" in r["unseen"]]
+            for key in ("batch_delta", "heldout_delta"):
+                d = [t[key] - w[key] for t, w in pairs if t[key] is not None and w[key] is not None]
+                if d:
+                    lo, hi = paired_ci(d)
+                    print(f"unseen {h}: trained - warm, {key}: {mean(d):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(d)} seeds)")
     for key in ("batch_delta", "heldout_delta"):
         d = [r["eval"]["trained"][key] - r["eval"]["warm"][key] for r in results]
         lo, hi = paired_ci(d)

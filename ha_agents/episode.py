@@ -72,6 +72,16 @@ def _resolve(template: str, tokenizer: str) -> tuple[Any, Any]:
     return TEMPLATES["chatml" if template == "auto" else template], tok
 
 
+def _make_here(task: Task, harness: HarnessSpec, sandbox: Any, env_options: dict[str, Any]) -> Any:
+    return make(task=task, harness=harness, sandbox=sandbox, **env_options)
+
+
+ENV_PLACEMENTS: dict[str, Any] = {"local": _make_here}
+"""Where an episode's env runs (``EpisodeConfig.env_placement``): a name -> ``(task, harness,
+sandbox, env_options) -> env``. ``local`` is this process; ``ha_agents.runs.remote_env`` adds
+``ray`` (an actor on a node with sandbox slots)."""
+
+
 @dataclass(frozen=True)
 class EpisodeConfig:
     """How every episode of a run is set up. Plain data, so it travels to Ray workers."""
@@ -117,10 +127,11 @@ class EpisodeConfig:
         self.harness.validate()
         if not callable(self.sandbox) and self.sandbox not in SANDBOXES:
             raise ValueError(f"sandbox: unknown sandbox {self.sandbox!r}; available: {', '.join(SANDBOXES)}")
-        if self.env_placement not in ("local", "ray"):
-            raise ValueError(f"env_placement: {self.env_placement!r}; use local or ray")
-        if self.env_placement == "ray" and callable(self.sandbox):
-            raise ValueError("env_placement ray: the sandbox must be a name (local or docker), not a callable")
+        if self.env_placement not in ENV_PLACEMENTS:
+            raise ValueError(f"env_placement: {self.env_placement!r}; use {' or '.join(ENV_PLACEMENTS)}")
+        if self.env_placement != "local" and callable(self.sandbox):
+            raise ValueError(f"env_placement {self.env_placement}: the sandbox must be a name (local or docker), "
+                             "not a callable")
         if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
             raise ValueError(f"seed: expected a non-negative integer, got {self.seed!r}")
         if self.token_mode is not None and self.token_mode.max_new_tokens is not None and \
@@ -171,12 +182,7 @@ def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSp
     else:
         loop = AgentLoop(client, config=LoopConfig())
     t0 = time.monotonic()
-    if config.env_placement == "ray":
-        from .runs.remote_env import RemoteEnv
-
-        env = RemoteEnv(task, harness, config.sandbox, env_options=dict(config.env_options))
-    else:
-        env = make(task=task, harness=harness, sandbox=config.sandbox, **dict(config.env_options))
+    env = ENV_PLACEMENTS[config.env_placement](task, harness, config.sandbox, dict(config.env_options))
     try:
         try:
             traj = loop.run(env, task, seed=seed, skill=skill)
@@ -185,7 +191,7 @@ def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSp
                               harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
                               info={"termination": "sandbox_error", "mask_sample": True, "error": str(exc)})
         record = _record(task, client.name, harness, traj, t0).to_json()
-        if config.env_placement == "ray":
+        if getattr(env, "node", None):
             record["node"] = env.node  # the node whose actor ran the env and its sandbox
         return record
     finally:

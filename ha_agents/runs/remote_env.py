@@ -21,7 +21,7 @@ from typing import Any
 from ha_envs.sandbox import SandboxError
 from ha_envs.task import Task
 
-PLACEMENTS = ("local", "ray")
+from ..episode import ENV_PLACEMENTS
 
 
 class EnvActor:
@@ -152,4 +152,10 @@ class _Lost(RuntimeError):
     pass
 
 
-__all__ = ["EnvActor", "PLACEMENTS", "RemoteEnv"]
+def _make_on_ray(task: Task, harness: Any, sandbox: Any, env_options: dict[str, Any]) -> RemoteEnv:
+    return RemoteEnv(task, harness, sandbox, env_options=env_options)
+
+
+ENV_PLACEMENTS["ray"] = _make_on_ray
+
+__all__ = ["EnvActor", "RemoteEnv"]
