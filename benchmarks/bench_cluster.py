@@ -15,8 +15,9 @@ in-flight count. The baseline is the same loop at 64 in flight (the ratio column
 machine, each node declaring ``--slots`` sandbox slots and a cache directory of its own
 (``HA_CACHE_DIR`` through the node's environment). The nodes share this machine's cores, so more
 nodes cannot run faster here: reported are episodes per second, per-core efficiency against one
-node, the spread of groups over nodes and the task snapshots each node prepared (today every node
-prepares its own: artifacts are not yet moved between nodes).
+node, the spread of groups over nodes and the task snapshots each node holds (each
+with more than one node gets the driver's copies through the ``SnapshotStore``; one node builds its
+own, as a single machine does).
 
     python benchmarks/bench_cluster.py [--in-flight 64 256 1024] [--group 16] [--hold 2] [--nodes 1 2 3]
 """
@@ -131,9 +132,13 @@ def over_nodes(args: argparse.Namespace) -> list[dict]:
         per_node: dict[str, int] = {}
         for r in recs:
             per_node[r.get("node") or "?"] = per_node.get(r.get("node") or "?", 0) + 1
-        snapshots = [sum(1 for p in (c / "snapshots").iterdir() if not p.name.startswith("."))
-                     if (c / "snapshots").is_dir() else 0 for c in caches]
-        row = {"nodes": n, "episodes": len(recs), "resolved": sum(bool(r.get("resolved")) for r in recs),
+        from ha_envs.provision.workcopy import snapshot_origin
+
+        snapshots = [[snapshot_origin(p) for p in (c / "snapshots").iterdir() if not p.name.startswith(".")]
+                     if (c / "snapshots").is_dir() else [] for c in caches]
+        snapshots = [f"{s.count('built')} built / {s.count('copied')} copied" for s in snapshots]
+        row = {"nodes": n, "episodes": len(recs), "record_snapshot": {k: sum(1 for r in recs if r.get("snapshot") == k)
+                                                                      for k in ("built", "copied", "cached")}, "resolved": sum(bool(r.get("resolved")) for r in recs),
                "masked": sum(bool(r.get("mask_sample")) for r in recs), "wall_s": round(wall, 1),
                "episodes_per_s": round(len(recs) / wall, 3), "machine_cpu_s_per_episode": round(machine / len(recs), 2),
                "episodes_per_node": sorted(per_node.values(), reverse=True), "snapshots_per_node": snapshots}
@@ -173,7 +178,8 @@ def main() -> None:
     if out["nodes"]:
         print(f"\n(b) bundled episodes (oracle, h0, local sandbox), {args.slots} slots per node, "
               f"{out['nodes'][0]['cores']} cores shared by all nodes")
-        print("nodes  episodes  resolved  masked  wall s  episodes/s  per-core eff.  per node  snapshots per node")
+        print("nodes  episodes  resolved  masked  wall s  episodes/s  per-core eff.  per node  snapshots per node "
+              "(the driver built each once)")
         for r in out["nodes"]:
             print(f"{r['nodes']:>5}  {r['episodes']:>8}  {r['resolved']:>8}  {r['masked']:>6}  {r['wall_s']:>6}  "
                   f"{r['episodes_per_s']:>10}  {r['per_core_efficiency_vs_1_node']:>13}  {r['episodes_per_node']}  "

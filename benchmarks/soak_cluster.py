@@ -76,9 +76,10 @@ def restart_dockerd(log: list[str]) -> None:
     log.append(f"{time.strftime('%X')} dockerd started again")
 
 
-class Faults(threading.Thread):
+class Faults:
+    """Injected on the main thread (Ray adds nodes only there) while the phase's collect runs in another."""
+
     def __init__(self, cluster, args, phase: str, rng: random.Random) -> None:
-        super().__init__(daemon=True)
         self.cluster, self.args, self.phase, self.rng = cluster, args, phase, rng
         self.stop = threading.Event()
         self.log: list[str] = []
@@ -146,13 +147,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=14, help="episodes per task in the oracle phase")
     ap.add_argument("--null-runs", type=int, default=12)
     ap.add_argument("--fill-runs", type=int, default=5)
-    ap.add_argument("--docker-runs", type=int, default=3)
+    ap.add_argument("--docker-runs", type=int, default=5)
     ap.add_argument("--docker-tasks", nargs="*", default=["mini__semver_ranges", "mini__ttl_cache",
                                                           "mini__invoice_rounding", "mini__ini_interpolation"])
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--kill-every", type=float, default=6.0, help="seconds between sandbox kills")
     ap.add_argument("--remove-at", type=float, default=30.0, help="seconds into the oracle phase a node is removed")
-    ap.add_argument("--restart-at", type=float, default=20.0, help="seconds into the docker phase dockerd restarts")
+    ap.add_argument("--restart-at", type=float, default=8.0, help="seconds into the docker phase dockerd restarts")
     ap.add_argument("--phases", nargs="+", default=["oracle", "null", "fill", "docker"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/soak")
@@ -201,13 +202,23 @@ def main() -> None:
             d = out / phase
             faults = Faults(cluster, args, phase, rng)
             t0 = time.monotonic()
-            faults.start()
-            try:
-                recs = collect(tasks, runs, model, config, out=d, workers=3 * args.slots, executor="ray",
-                               progress_bar=False)
-            finally:
-                faults.stop.set()
-                faults.join(timeout=120)
+            failed: list[BaseException] = []
+
+            def work(tasks=tasks, runs=runs, model=model, config=config, d=d, faults=faults) -> None:
+                try:
+                    collect(tasks, runs, model, config, out=d, workers=3 * args.slots, executor="ray",
+                            progress_bar=False)
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    failed.append(exc)
+                finally:
+                    faults.stop.set()
+
+            runner = threading.Thread(target=work, daemon=True)
+            runner.start()
+            faults.run()  # until the phase's collect returns
+            runner.join()
+            if failed:
+                raise failed[0]
             wall = time.monotonic() - t0
             lines = [json.loads(x) for x in (d / "trajectories.jsonl").read_text().splitlines()]
             keys = [(r["instance_id"], int(r["run"])) for r in lines]
@@ -220,6 +231,8 @@ def main() -> None:
                    "duplicated": len(keys) - len(set(keys)), "masked": sum(bool(r.get("mask_sample")) for r in lines),
                    "resolved": sum(bool(r.get("resolved")) for r in unmasked),
                    "wrongly_graded": len(wrong), "distinct_patches_regraded": len(again),
+                   # an infrastructure fault that slipped through as the agent's outcome (an empty diff)
+                   "unmasked_infra": sum(1 for r in unmasked if (r.get("grade") or {}).get("status") == "diff_failed"),
                    "sandbox_kills": faults.kills, "faults": faults.log, "wall_s": round(wall, 1),
                    "terminations": {}, "nodes": len({r.get("node") for r in lines})}
             for r in lines:
@@ -233,14 +246,15 @@ def main() -> None:
         ray.shutdown()
         cluster.shutdown()
     tot = {k: sum(r[k] for r in rows) for k in ("expected", "records", "lost", "duplicated", "masked",
-                                               "wrongly_graded", "sandbox_kills")}
-    print("\nphase    expected  lost  duplicated  masked  resolved  wrongly graded  kills  wall s  terminations")
+                                               "wrongly_graded", "unmasked_infra", "sandbox_kills")}
+    print("\nphase    expected  lost  duplicated  masked  resolved  wrongly graded  unmasked infra  kills  wall s  "
+          "terminations")
     for r in rows:
         print(f"{r['phase']:<8} {r['expected']:>8}  {r['lost']:>4}  {r['duplicated']:>10}  {r['masked']:>6}  "
-              f"{r['resolved']:>8}  {r['wrongly_graded']:>14}  {r['sandbox_kills']:>5}  {r['wall_s']:>6}  "
-              f"{r['terminations']}")
+              f"{r['resolved']:>8}  {r['wrongly_graded']:>14}  {r['unmasked_infra']:>14}  {r['sandbox_kills']:>5}  "
+              f"{r['wall_s']:>6}  {r['terminations']}")
     print(f"total    {tot['expected']:>8}  {tot['lost']:>4}  {tot['duplicated']:>10}  {tot['masked']:>6}  "
-          f"{'':>8}  {tot['wrongly_graded']:>14}  {tot['sandbox_kills']:>5}")
+          f"{'':>8}  {tot['wrongly_graded']:>14}  {tot['unmasked_infra']:>14}  {tot['sandbox_kills']:>5}")
 
 
 if __name__ == "__main__":

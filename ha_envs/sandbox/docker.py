@@ -291,6 +291,15 @@ class DockerSandbox:
         if self.container.status != "running":
             raise SandboxError(f"the container stopped (status {self.container.status})")
 
+    def _check_killed(self, rc: int | None) -> None:
+        """After a helper exec failed: was the container killed while it ran? Then SandboxError
+        (the container's fault, not the script's result). A SIGKILLed exec (137, or no status) may
+        return before the daemon marks the container exited: look again for up to a second."""
+        self._check_container()
+        for _ in range(10 if rc in (137, None, -1) else 0):
+            time.sleep(0.1)
+            self._check_container()
+
     # -- commands ----------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None, head_bytes: int | None = None,
             tail_bytes: int | None = None) -> RunResult:
@@ -368,6 +377,8 @@ class DockerSandbox:
                                                                 environment=_ENV, demux=False, user="0"))
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"docker exec failed: {exc}") from exc
+        if rc != 0:
+            self._check_killed(rc)
         return rc, out or b""
 
     # -- files -------------------------------------------------------------------------------
@@ -418,6 +429,8 @@ class DockerSandbox:
                 environment=_ENV, demux=True, user="0"))
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"docker exec failed: {exc}") from exc
+        if rc != 0:
+            self._check_killed(rc)
         return (124 if rc == 137 else rc), out or b"", err or b""
 
     @property

@@ -448,6 +448,10 @@ class LocalSandbox:
                                     start_new_session=True)
             try:
                 out, err = proc.communicate(stdin, timeout=timeout)
+                if self.isolated and (proc.returncode < 0 or proc.returncode == 137):
+                    # our own helper scripts neither kill themselves nor exit 137, and nothing of the
+                    # agent's shares their namespace: bwrap (or its pid 1) was killed from this host
+                    raise SandboxError(f"a sandbox helper was killed from outside (status {proc.returncode})")
                 return proc.returncode, out, err
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)  # its own session: the helper and all it started

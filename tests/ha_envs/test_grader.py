@@ -151,3 +151,54 @@ def test_hanging_tests_time_out_unresolved(tiny_task):
     quick = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, timeout_s=3))
     report = Grader().grade(quick, hang)
     assert report.status == "tests_timed_out" and not report.resolved
+
+
+def _slow_start(tiny_task, name):
+    """The tiny task with a base conftest.py that takes two seconds to import: a window in which the
+    test run has started and no test has reported yet."""
+    from pathlib import Path
+
+    (Path(tiny_task.source_dir) / "conftest.py").write_text("import time\n\ntime.sleep(2)\n")
+    return dataclasses.replace(tiny_task, instance_id=name)
+
+
+def test_a_test_run_killed_from_outside_is_graded_again(tiny_task):
+    """The grading sandbox's pid 1 SIGKILLed from this host before any test reported (a node going
+    down, an operator, the host's OOM killer): the run looks like the patch kept the tests from
+    starting (exit 137, nothing in the log); the grader grades again, and the gold patch resolves."""
+    import threading
+
+    from tests.conftest import require_bwrap
+    from tests.ha_envs.test_sandbox_local import _kill_bwrap_running
+
+    require_bwrap()
+    task = _slow_start(tiny_task, "tiny__slow_start")
+    killed: list[int] = []
+    threading.Thread(target=lambda: killed.append(_kill_bwrap_running("no:cacheprovider tests/", inner=True)),
+                     daemon=True).start()
+    report = Grader().grade(task, task.gold_patch)
+    assert killed, "the test run was never seen"
+    assert report.resolved and report.status == "resolved", (report.status, report.error)
+    assert "graded twice" in report.error and "exit status 137" in report.error
+
+
+def test_a_patch_that_kills_its_own_test_run_is_blamed_twice(tiny_task, tmp_path):
+    """The gold fix, with the fixed module SIGKILLing the test runner when it is imported: graded
+    again (the kill could have been the host's), killed again, unresolved."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import _git_diff
+
+    task = _slow_start(tiny_task, "tiny__self_kill")
+    work = tmp_path / "evil"
+    shutil.copytree(task.source_dir, work)
+
+    def edit(d):
+        subprocess.run(["git", "apply"], input=task.gold_patch, text=True, cwd=d, check=True)
+        calc = d / "calc.py"
+        calc.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n" + calc.read_text())
+
+    report = Grader().grade(task, _git_diff(work, edit))
+    assert not report.resolved and report.reward == 0.0
+    assert "graded twice" in report.error, (report.status, report.error)

@@ -113,6 +113,21 @@ def test_killed_container_is_a_masked_sandbox_error(client, tiny_task, no_leaks)
         env.close()
 
 
+def test_a_container_killed_during_a_helper_is_an_infrastructure_error(client, box):
+    """The container killed while a helper (the diff at submit, a file write) runs in it: SandboxError
+    (the episode is masked), not the helper's failed status read as a result (an empty diff graded as
+    the agent's patch)."""
+    import threading
+
+    timer = threading.Timer(1.5, lambda: client.containers.get(box.container.id).kill())
+    timer.start()
+    try:
+        with pytest.raises(SandboxError, match="container"):
+            box._exec_split("sleep 30")
+    finally:
+        timer.cancel()
+
+
 def test_daemon_refusing_once_is_retried(box, monkeypatch):
     import docker.errors
     calls = {"n": 0}

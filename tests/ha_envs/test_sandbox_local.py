@@ -304,3 +304,44 @@ def test_a_cgroup_whose_killed_process_is_not_yet_reaped_is_still_removed():
     finally:
         reaper.join()
     assert all(p.returncode == -signal.SIGKILL for p in procs)
+
+
+def _kill_bwrap_running(tag: str, inner: bool, deadline_s: float = 60) -> int:
+    """SIGKILL, from this host, the bubblewrap process (the outer one, or its pid 1 inside the
+    namespace) of the sandbox process whose command line holds ``tag``; returns the pid killed."""
+    import time
+
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for pid in _alive(tag):
+            chain, p = [], int(pid)
+            while p > 1:  # walk up to the bwrap pair that holds it
+                try:
+                    stat = Path(f"/proc/{p}/stat").read_text()
+                    cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
+                except OSError:
+                    break
+                if cmd.endswith(b"bwrap"):
+                    chain.append(p)
+                p = int(stat.rsplit(")", 1)[1].split()[1])
+            if len(chain) >= 2:
+                victim = chain[0] if inner else chain[1]
+                os.kill(victim, signal.SIGKILL)
+                return victim
+        time.sleep(0.01)
+    raise AssertionError(f"no sandboxed process with {tag!r} appeared")
+
+
+@pytest.mark.parametrize("inner", [True, False], ids=["pid-1-inside", "outer-bwrap"])
+def test_a_helper_killed_from_outside_is_an_infrastructure_error(sbx, inner):
+    """The sandbox's own helper processes (diff, file reads and writes) killed from this host, the
+    outer bwrap or its pid 1 inside the namespace: SandboxError (the episode is masked), never a
+    result (an empty diff graded as the agent's patch)."""
+    import threading
+
+    require_bwrap()
+    tag = f"ha-helper-{uuid.uuid4().hex[:8]}"
+    threading.Thread(target=_kill_bwrap_running, args=(tag, inner), daemon=True).start()
+    with pytest.raises(SandboxError, match="killed from outside"):
+        sbx._oneoff(f": {tag}; sleep 30")
+    assert sbx.run("echo still here").output == "still here\n"  # the agent's shell is untouched
