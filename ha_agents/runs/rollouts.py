@@ -146,10 +146,14 @@ class SnapshotStore:
     them: each is packed once (``pack_snapshot``) into Ray's object store, then pulled by the nodes
     that ask (a node without the repository mirror gets it; a node that has it never asks)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, keep: int = 8) -> None:
+        from collections import OrderedDict
+
         self.root = Path(root).resolve()
-        self.refs: dict[str, Any] = {}
+        self.refs: "OrderedDict[str, Any]" = OrderedDict()
+        self.keep = keep  # archives held in the object store at once (a SWE repository's runs to 400 MB)
         self.served: dict[str, int] = {}
+        self.packed = 0
 
     def archive(self, path: str) -> list[Any]:
         import ray
@@ -159,15 +163,19 @@ class SnapshotStore:
         p = Path(path).resolve()
         if p.parent != self.root:
             raise ValueError(f"{path}: not a snapshot of this store ({self.root})")
-        if path not in self.refs:
+        if path not in self.refs:  # a group's members share one node: a task is asked for about once
             data = pack_snapshot(p)
             self.refs[path] = (ray.put(data), hashlib.sha256(data).hexdigest())
+            self.packed += 1
+            while len(self.refs) > self.keep:
+                self.refs.popitem(last=False)  # the oldest archive leaves the object store
+        self.refs.move_to_end(path)
         self.served[path] = self.served.get(path, 0) + 1
         ref, sha256 = self.refs[path]
         return [ref, sha256]  # the ref in a list: the caller fetches the archive itself, to its node
 
-    def stats(self) -> dict[str, int]:
-        return dict(self.served)
+    def stats(self) -> dict[str, Any]:
+        return {"served": dict(self.served), "packed": self.packed, "held": len(self.refs)}
 
 
 def _snapshot_store() -> Any | None:

@@ -130,7 +130,7 @@ class GradeReport:
     leave the grader): ``files``, ``planted``, ``must_fail``, ``reported`` (found in the runner's
     report), ``as_planted`` (failed or passed as they must); empty when none were planted."""
 
-    killed_before_tests = False  # not a field: whether this grading's test run was SIGKILLed before any test ran
+    killed = False  # not a field: whether this grading's test run was SIGKILLed (not by its timeout)
 
     def flag(self, name: str, why: str) -> None:
         if name not in self.flags:
@@ -257,13 +257,13 @@ class Grader:
 
     def grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
         report = self._grade(task, patch, snapshot)
-        if report.killed_before_tests:
-            # SIGKILLed before any test ran: the host's doing (an operator, the OOM killer, a node
-            # going down) or the patch's (memory); only grading again tells, and a patch that does it
-            # does it again
-            first = report.error or "the test run was killed before any test ran"
+        if report.killed:
+            # the test run was SIGKILLed: the host's doing (an operator, the OOM killer, a node
+            # going down) or the patch's (memory, a kill); only grading again tells, and a patch
+            # that does it does it again
+            first = report.error or "; ".join(report.tampering) or report.status
             report = self._grade(task, patch, snapshot)
-            note = f"graded twice: the first test run was killed before any test ran (exit status 137; {first})"
+            note = f"graded twice: the first test run was killed (exit status 137; {first})"
             report.error = f"{report.error}; {note}" if report.error else note
         return report
 
@@ -306,7 +306,7 @@ class Grader:
             report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
             statuses = canary_tests.complete(plan, task.tests.log_parser, evidence.log, statuses)
-            report.killed_before_tests = evidence.exit_code == 137 and not statuses and not evidence.timed_out
+            report.killed = evidence.exit_code == 137 and not evidence.timed_out
             graded, _ = canary_tests.split(plan, statuses)
             # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
             decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,

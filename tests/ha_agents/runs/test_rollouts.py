@@ -207,3 +207,32 @@ def test_snapshots_move_to_nodes_that_lack_the_repository(tiny_task, tmp_path, m
     assert sorted(n.rsplit("-", 1)[0] for n in on_nodes) == sorted(t.instance_id for t in ts)  # one copy per group's node
     assert set(on_nodes.values()) == {"copied"}  # no node built one
     assert len({r["node"] for r in recs}) >= 2
+
+
+def test_the_snapshot_store_holds_few_archives_and_serves_only_its_own(tmp_path):
+    """The driver's SnapshotStore keeps at most ``keep`` packed snapshots in the object store (a SWE
+    repository's runs to hundreds of MB), packs an evicted one again when asked, and refuses a path
+    outside its snapshots directory."""
+    import hashlib
+
+    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
+    from ha_agents.runs.rollouts import SnapshotStore
+    from ha_envs.provision.workcopy import prepare_snapshot
+
+    ts = tasks("mini__semver_ranges", "mini__ttl_cache", "mini__invoice_rounding")
+    paths = [str(prepare_snapshot(t).path) for t in ts]
+    init_ray(address="local", num_cpus=1)
+    try:
+        store = SnapshotStore(str(cache_root() / "snapshots"), keep=2)
+        for p in paths:
+            ref, digest = store.archive(p)
+            assert hashlib.sha256(ray.get(ref)).hexdigest() == digest
+        assert store.stats()["packed"] == 3 and store.stats()["held"] == 2
+        store.archive(paths[2])  # held: not packed again
+        assert store.stats()["packed"] == 3
+        store.archive(paths[0])  # evicted: packed again
+        assert store.stats()["packed"] == 4 and store.stats()["served"][paths[2]] == 2
+        with pytest.raises(ValueError, match="not a snapshot of this store"):
+            store.archive(str(tmp_path))
+    finally:
+        ray.shutdown()
