@@ -139,6 +139,15 @@ def plot(results: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def eval_line(e: dict) -> str:
+    """One evaluation's rewards with their CIs, held-out pass@1 and the helpful rate."""
+    fmt = lambda ci: "[" + ", ".join(f"{x:+.3f}" for x in ci) + "]" if ci else "[]"  # noqa: E731
+    held = e["heldout_delta"] if e["heldout_delta"] is not None else float("nan")
+    return (f"batches {e['batch_delta']:+.3f} {fmt(e['batch_delta_ci'])}  held-out {held:+.3f} "
+            f"{fmt(e['heldout_delta_ci'])}  pass@1 held-out {e.get('heldout_pass_base', float('nan')):.3f} -> "
+            f"{e.get('heldout_pass_patched', float('nan')):.3f}  helpful {e['helpful_rate']:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -180,13 +189,9 @@ def main() -> None:
               f"patched {t['patched']}, rejected with rollouts {t['rejected_with_rollouts']}")
     print("\nevaluation (the training temperature, unseen engineer seeds): reward on the batches / on held-out tasks "
           "(95% CI over the pooled per-task differences)")
-    fmt = lambda ci: "[" + ", ".join(f"{x:+.3f}" for x in ci) + "]" if ci else "[]"  # noqa: E731
     for r in results:
         for name, e in r["eval"].items():
-            print(f"  seed {r['seed']} {name:<8} batches {e['batch_delta']:+.3f} {fmt(e['batch_delta_ci'])}  held-out "
-                  f"{e['heldout_delta'] if e['heldout_delta'] is not None else float('nan'):+.3f} "
-                  f"{fmt(e['heldout_delta_ci'])}  pass@1 held-out {e.get('heldout_pass_base', float('nan')):.3f} -> "
-                  f"{e.get('heldout_pass_patched', float('nan')):.3f}  helpful {e['helpful_rate']:.2f}  "
+            print(f"  seed {r['seed']} {name:<8} {eval_line(e)}  "
                   f"overfit gap {e['overfit_gap'] if e['overfit_gap'] is not None else float('nan'):+.3f}")
     from ha_evolve.harness_edit import paired_ci
 
@@ -195,11 +200,7 @@ def main() -> None:
               "that target's batches / held-out tasks")
         for r in results:
             for name, e in r["unseen"].items():
-                print(f"  seed {r['seed']} {name:<18} batches {e['batch_delta']:+.3f} {fmt(e['batch_delta_ci'])}  "
-                      f"held-out {e['heldout_delta'] if e['heldout_delta'] is not None else float('nan'):+.3f} "
-                      f"{fmt(e['heldout_delta_ci'])}  pass@1 held-out {e.get('heldout_pass_base', float('nan')):.3f} -> "
-                      f"{e.get('heldout_pass_patched', float('nan')):.3f}  valid {e['valid_rate']:.2f}  "
-                      f"helpful {e['helpful_rate']:.2f}")
+                print(f"  seed {r['seed']} {name:<18} {eval_line(e)}  valid {e['valid_rate']:.2f}")
         for h in args.unseen_harnesses:
             pairs = [(r["unseen"][f"trained@{h}"], r["unseen"][f"warm@{h}"]) for r in results
                      if f"trained@{h}" in r["unseen"] and f"warm@{h}" in r["unseen"]]

@@ -130,7 +130,7 @@ class GradeReport:
     leave the grader): ``files``, ``planted``, ``must_fail``, ``reported`` (found in the runner's
     report), ``as_planted`` (failed or passed as they must); empty when none were planted."""
 
-    killed = False  # not a field: whether this grading's test run was SIGKILLed (not by its timeout)
+    killed = False  # not a field: whether this grading's sandbox shell was SIGKILLed with the test run
 
     def flag(self, name: str, why: str) -> None:
         if name not in self.flags:
@@ -258,12 +258,16 @@ class Grader:
     def grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
         report = self._grade(task, patch, snapshot)
         if report.killed:
-            # the test run was SIGKILLed: the host's doing (an operator, the OOM killer, a node
-            # going down) or the patch's (memory, a kill); only grading again tells, and a patch
-            # that does it does it again
+            # the sandbox's shell was SIGKILLed with the tests: the host killed the sandbox (an
+            # operator, a node going down) or the code under test killed its shell; only grading
+            # again tells. (A runner killed while its shell lives is the patch's doing or the
+            # memory limit's: graded as it stands.)
             first = report.error or "; ".join(report.tampering) or report.status
             report = self._grade(task, patch, snapshot)
-            note = f"graded twice: the first test run was killed (exit status 137; {first})"
+            if report.killed:  # twice: neither verdict can be trusted, and none is given
+                raise GradingError(f"grading {task.instance_id}: the sandbox's shell was killed during the test run "
+                                   f"twice (exit status 137); the first time: {first}")
+            note = f"graded twice: the first test run's sandbox shell was killed (exit status 137; {first})"
             report.error = f"{report.error}; {note}" if report.error else note
         return report
 
@@ -306,7 +310,7 @@ class Grader:
             report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
             statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
             statuses = canary_tests.complete(plan, task.tests.log_parser, evidence.log, statuses)
-            report.killed = evidence.exit_code == 137 and not evidence.timed_out
+            report.killed = evidence.exit_code == 137 and evidence.shell_died and not evidence.timed_out
             graded, _ = canary_tests.split(plan, statuses)
             # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
             decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,
@@ -485,7 +489,8 @@ class Grader:
         res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
         after = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         evidence = Evidence(res.output, res.exit_code, res.timed_out, workdir=sandbox.workdir,
-                            tests_before=before, tests_after=after)
+                            tests_before=before, tests_after=after,
+                            shell_died=any("a new shell was started" in n for n in res.notes))
         for name, path in reports.items():
             # read through the shell (no helper process); a report is small, a huge one is not ours
             got = sandbox.run(f"cat -- {ansi_c_quote(path)} 2>/dev/null", timeout=60, head_bytes=16 << 20, tail_bytes=0)

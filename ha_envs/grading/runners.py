@@ -68,6 +68,9 @@ class Evidence:
     """The same files just after it."""
     canaries: Any = None
     """The canary tests planted for this run (``canaries.CanaryPlan``), None when none were."""
+    shell_died: bool = False
+    """The sandbox's shell died during the run (the sandbox started a new one): the namespace was
+    killed from the host, or the code under test killed the shell."""
 
 
 def changed_tests(ev: Evidence) -> list[str]:

@@ -182,23 +182,43 @@ def test_a_test_run_killed_from_outside_is_graded_again(tiny_task):
     assert "graded twice" in report.error and "exit status 137" in report.error
 
 
-def test_a_patch_that_kills_its_own_test_run_is_blamed_twice(tiny_task, tmp_path):
-    """The gold fix, with the fixed module SIGKILLing the test runner when it is imported: graded
-    again (the kill could have been the host's), killed again, unresolved."""
+def _self_killing(task, tmp_path, kill: str) -> str:
+    """The gold fix, with the fixed module running ``kill`` (Python) when it is imported."""
     import shutil
     import subprocess
 
     from tests.conftest import _git_diff
 
-    task = _slow_start(tiny_task, "tiny__self_kill")
     work = tmp_path / "evil"
     shutil.copytree(task.source_dir, work)
 
     def edit(d):
         subprocess.run(["git", "apply"], input=task.gold_patch, text=True, cwd=d, check=True)
         calc = d / "calc.py"
-        calc.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n" + calc.read_text())
+        calc.write_text(kill + "\n" + calc.read_text())
 
-    report = Grader().grade(task, _git_diff(work, edit))
+    return _git_diff(work, edit)
+
+
+def test_a_patch_that_kills_its_test_runner_is_blamed(tiny_task, tmp_path):
+    """The gold fix, the fixed module SIGKILLing the test runner at import: the shell lives, so the
+    kill came from inside the sandbox: unresolved, graded once."""
+    task = _slow_start(tiny_task, "tiny__self_kill")
+    report = Grader().grade(task, _self_killing(task, tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"))
     assert not report.resolved and report.reward == 0.0
-    assert "graded twice" in report.error, (report.status, report.error)
+    assert "graded twice" not in report.error, (report.status, report.error)
+
+
+def test_a_patch_that_kills_its_sandbox_shell_gets_no_verdict(tiny_task, tmp_path):
+    """The fixed module SIGKILLs the sandbox's shell (the bash above the runner) at import, as a
+    host killing the sandbox would look: graded again, killed again, and no verdict is given (a
+    grading error, masked): never a reward, and never a 0 that a host fault could have caused."""
+    task = _slow_start(tiny_task, "tiny__shell_kill")
+    kill = ("import os, signal\n"
+            "p = os.getppid()\n"
+            "while p > 1 and open(f'/proc/{p}/comm').read().strip() != 'bash':\n"
+            "    p = int(open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+            "os.kill(p, signal.SIGKILL) if p > 1 else None\n"
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    with pytest.raises(GradingError, match="killed during the test run twice"):
+        Grader().grade(task, _self_killing(task, tmp_path, kill))
