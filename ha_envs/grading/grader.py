@@ -47,7 +47,7 @@ from .runners import Evidence, _simple, changed_tests, guards_for
 from .screen import screen
 from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/7"
+GRADER_VERSION = "ha-grader/8"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
@@ -56,6 +56,7 @@ GRADER_VERSION = "ha-grader/7"
 # 6: hidden canary tests per grading, exit status against the verdicts (verdict_tampered); patch screen
 # 7: canaries through widened name filters and Pro's run scripts, sympy's last line read, module-level
 #    under pytest; a file that fails to collect is not a fault; a timeout wrapper's 124 is not the runner's
+# 8: a test run whose sandbox shell was SIGKILLed is graded again, twice killed is a GradingError (masked)
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
