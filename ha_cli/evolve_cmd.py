@@ -24,7 +24,8 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
     config = EvolveConfig(rounds=args.rounds, group_size=args.group_size, candidates=args.candidates,
                           decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch, sandbox=args.sandbox,
-                          workers=args.workers, seed=args.seed, **gate_config(args))
+                          workers=args.workers, executor=args.executor, env_placement=args.env_placement,
+                          seed=args.seed, **gate_config(args))
     out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not args.resume:
         raise ValueError(f"{out} is not empty: pass --resume to continue that run, or another --out")
@@ -84,6 +85,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epoch", type=int, default=1)
     p.add_argument("--sandbox", default="local")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--executor", choices=["threads", "ray"], default="threads",
+                   help="threads here, or Ray: a GRPO group per Ray task on a node with sandbox slots (RAY_ADDRESS, "
+                        "else a local Ray)")
+    p.add_argument("--env-placement", choices=["local", "ray"], default="local",
+                   help="each episode's env and sandbox here, or in a Ray actor on a sandbox node")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/evolve")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")

@@ -63,7 +63,12 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
             sink.flush()
 
     try:
-        validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record, retries=args.retries)
+        if args.executor == "ray":
+            from ha_agents.runs.ray_validate import validate_on_ray
+
+            validate_on_ray(todo, Grader(factory), workers=args.workers, retries=args.retries, on_result=record)
+        else:
+            validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record, retries=args.retries)
     finally:
         if sink is not None:
             sink.close()
@@ -99,6 +104,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--sandbox", choices=["local", "docker"], default="local", help="where the tests run")
+    p.add_argument("--executor", choices=["threads", "ray"], default="threads",
+                   help="threads here, or a Ray task per instance on a node with sandbox slots (RAY_ADDRESS, else a "
+                        "local Ray); each result names its node")
     p.add_argument("--sample", type=int, metavar="N",
                    help="N tasks of the selection, spread evenly over repositories (seeded by --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")

@@ -259,7 +259,8 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
         evo = Evolution(out / "evolve", tasks, trainer.client(), spec, proposer,
                         EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
                                      candidates=args.evolve_candidates, epoch=epoch, sandbox=args.sandbox,
-                                     workers=args.workers, seed=args.seed, **gate_config(args)),
+                                     workers=args.workers, env_placement=args.env_placement, seed=args.seed,
+                                     **gate_config(args)),
                         token_mode=trainer.token_mode, skills=skills,
                         progress=lambda t: print(t, file=sys.stderr, flush=True))
         new = evo.run()

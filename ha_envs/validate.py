@@ -72,6 +72,8 @@ class ValidationResult:
     canaries: dict = field(default_factory=dict)
     """How the hidden canary tests came out in each grading (``{"gold": {...}, "empty": {...}}``,
     the grade reports' counts); empty when none were planted."""
+    node: str = ""
+    """The Ray node that validated it (``ha tasks validate --executor ray``); empty on this machine."""
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -69,6 +69,10 @@ class EvolveConfig:
     epoch: int = 1
     sandbox: str = "local"
     workers: int = 2
+    executor: str = "threads"
+    """``threads``, or ``ray`` (a GRPO group per Ray task: the agent must be a model spec string)."""
+    env_placement: str = "local"
+    """``local``, or ``ray``: each episode's env and sandbox in a Ray actor on a sandbox node."""
     bootstrap_samples: int = 2000
     seed: int = 0
 
@@ -151,9 +155,9 @@ class Evolution:
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
         episodes = EpisodeConfig.create(spec, sandbox=self.config.sandbox, env_options=self.env_kwargs,
                                         token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd,
-                                        model_options=self.model_options)
+                                        model_options=self.model_options, env_placement=self.config.env_placement)
         return collect(self.tasks, self.config.group_size, self.agent, episodes, out=out, workers=self.config.workers,
-                       progress_bar=False, skills=self.skills)
+                       executor=self.config.executor, progress_bar=False, skills=self.skills)
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}
