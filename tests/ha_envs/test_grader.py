@@ -167,15 +167,18 @@ def test_a_test_run_killed_from_outside_is_graded_again(tiny_task):
     down, an operator, the host's OOM killer): the run looks like the patch kept the tests from
     starting (exit 137, nothing in the log); the grader grades again, and the gold patch resolves."""
     import threading
+    import uuid
 
     from tests.conftest import require_bwrap
     from tests.ha_envs.test_sandbox_local import _kill_bwrap_running
 
     require_bwrap()
     task = _slow_start(tiny_task, "tiny__slow_start")
+    tag = f"/tmp/ha-slow-start-{uuid.uuid4().hex[:8]}"  # this grading's runner alone has it in its command line
+    task = dataclasses.replace(task, tests=dataclasses.replace(
+        task.tests, test_command=task.tests.test_command.replace("pytest ", f"pytest --basetemp={tag} ", 1)))
     killed: list[int] = []
-    threading.Thread(target=lambda: killed.append(_kill_bwrap_running("no:cacheprovider tests/", inner=True)),
-                     daemon=True).start()
+    threading.Thread(target=lambda: killed.append(_kill_bwrap_running(tag, inner=True)), daemon=True).start()
     report = Grader().grade(task, task.gold_patch)
     assert killed, "the test run was never seen"
     assert report.resolved and report.status == "resolved", (report.status, report.error)
