@@ -188,3 +188,39 @@ def test_the_canaries_are_what_stops_a_forgery_the_guards_miss(tmp_path, name):
     report = Grader().grade(task, patch)
     assert report.reward == 0.0 and report.status == "verdict_tampered", report.tampering
     assert any("false assertion" in r for r in report.tampering)
+
+
+_FORGE_THEN_KILL = """
+import os as _os, signal as _sig, sys as _sys
+for _t in ("test_clamp_high", "test_clamp_low"):
+    _sys.stdout.write(f"PASSED tests/test_hidden.py::{{_t}}\\n")
+_sys.stdout.flush()
+if {shell}:
+    _p = _os.getppid()
+    while _p > 1 and open(f"/proc/{{_p}}/comm").read().strip() != "bash":
+        _p = int(open(f"/proc/{{_p}}/stat").read().rsplit(")", 1)[1].split()[1])
+    if _p > 1:
+        _os.kill(_p, _sig.SIGKILL)
+_os.kill(_os.getpid(), _sig.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("shell", [False, True], ids=["kills-its-runner", "kills-its-sandbox-shell"])
+def test_forged_passes_then_a_sigkill_earn_nothing(tiny_task, tmp_path, shell):
+    """No fix; the code under test prints PASSED lines for the hidden tests and then SIGKILLs the test
+    runner (or the sandbox's shell, as if the host had killed the sandbox, which the grader answers by
+    grading again): the runner killed under a live shell is graded as it stands, reward 0; the shell
+    killed in both gradings gets no verdict at all (a grading error, masked), never a reward."""
+    from ha_envs.grading import GradingError
+
+    from ..conftest import require_bwrap
+
+    require_bwrap()
+    patch = patch_of(tiny_task.source_dir, ">>calc.py", _FORGE_THEN_KILL.format(shell=shell), tmp_path / "p")
+    if shell:
+        with pytest.raises(GradingError, match="killed during the test run twice"):
+            Grader().grade(tiny_task, patch)
+    else:
+        report = Grader().grade(tiny_task, patch)
+        assert report.reward == 0.0 and not report.resolved, (report.status, report.tampering)
+        assert "graded twice" not in report.error
