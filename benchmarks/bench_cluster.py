@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def noop_group(task, samples, model, config, skill, snapshot=None):  # noqa: ANN001 - the signature of rollouts._group
+def noop_group(task, samples, model, config, skill, artifacts=None):  # noqa: ANN001 - the signature of rollouts._group
     """A group whose members hold a slot ``hold`` seconds each (side by side) and return a record of
     ``kib`` KiB; ``model`` carries ``noop:HOLD:KIB``."""
     import ray

@@ -10,7 +10,6 @@ there. ``sample`` is the record's ``run`` field (1-based).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -99,99 +98,26 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
 
 
 def _group(task: Task, samples: list[int], model: str, config: EpisodeConfig, skill: str | None,
-           snapshot: tuple[str, str, Any] | None = None):
+           artifacts: tuple[str | None, Any] | None = None):
     """One GRPO group (a task's pending samples) on one node, as a Ray streaming generator: the
-    task's snapshot is made ready once there (``_node_snapshot``) and the members run side by side;
-    each record comes back as it finishes, stamped with the node that ran it and how its snapshot
-    came to be there (``built``, ``copied`` or ``cached``)."""
+    task's snapshot and environment are made ready once there (``artifact_store.node_artifacts``;
+    ``artifacts``: the snapshot's key and the driver's ``ArtifactStore``) and the members run side
+    by side; each record comes back as it finishes, stamped with the node that ran it and how its
+    snapshot and environment came to be there (``built``, ``copied`` or ``cached``)."""
     import ray
 
+    from .artifact_store import node_artifacts
+
     node = ray.get_runtime_context().get_node_id()
-    how = _node_snapshot(task, snapshot)
+    how = node_artifacts(task, *(artifacts or (None, None)))
     with ThreadPoolExecutor(max_workers=len(samples)) as pool:
         futures = [pool.submit(_episode, task, k, model, config, skill) for k in samples]
         for fut in as_completed(futures):
             rec = fut.result()
             rec["node"] = node
-            rec["snapshot"] = how
+            rec["snapshot"] = how["snapshot"]
+            rec["env_cache"] = how["env"]
             yield rec
-
-
-def _node_snapshot(task: Task, snapshot: tuple[str, str, Any] | None) -> str:
-    """The task's snapshot on this node: ``cached`` when the node has it, else ``copied`` from the
-    driver's (``snapshot``: its key, its path on the driver's node and the ``SnapshotStore`` that
-    serves it), else ``built`` here from the task's source (a single-node run, or the store failed)."""
-    from ha_envs.provision.workcopy import install_snapshot, snapshot_dest
-
-    key = snapshot[0] if snapshot else None
-    if (snapshot_dest(task, key) / ".git" / "ha-base").is_file():
-        return "cached"
-    if snapshot is not None:
-        import ray
-
-        _, path, store = snapshot
-        try:
-            ref, sha256 = ray.get(store.archive.remote(path))
-            install_snapshot(task, key, ray.get(ref), sha256)
-            return "copied"
-        except Exception as exc:  # noqa: BLE001 - the store or the transfer failed: build it here instead
-            log.warning("%s: the driver's snapshot could not be had (%s); building it on this node",
-                        task.instance_id, exc)
-    prepare_snapshot(task)
-    return "built"
-
-
-class SnapshotStore:
-    """A Ray actor on the driver's node that serves the driver's prepared snapshots to nodes lacking
-    them: each is packed once (``pack_snapshot``) into Ray's object store, then pulled by the nodes
-    that ask (a node without the repository mirror gets it; a node that has it never asks)."""
-
-    def __init__(self, root: str, keep: int = 8) -> None:
-        from collections import OrderedDict
-
-        self.root = Path(root).resolve()
-        self.refs: "OrderedDict[str, Any]" = OrderedDict()
-        self.keep = keep  # archives held in the object store at once (a SWE repository's runs to 400 MB)
-        self.served: dict[str, int] = {}
-        self.packed = 0
-
-    def archive(self, path: str) -> list[Any]:
-        import ray
-
-        from ha_envs.provision.workcopy import pack_snapshot
-
-        p = Path(path).resolve()
-        if p.parent != self.root:
-            raise ValueError(f"{path}: not a snapshot of this store ({self.root})")
-        if path not in self.refs:  # a group's members share one node: a task is asked for about once
-            data = pack_snapshot(p)
-            self.refs[path] = (ray.put(data), hashlib.sha256(data).hexdigest())
-            self.packed += 1
-            while len(self.refs) > self.keep:
-                self.refs.popitem(last=False)  # the oldest archive leaves the object store
-        self.refs.move_to_end(path)
-        self.served[path] = self.served.get(path, 0) + 1
-        ref, sha256 = self.refs[path]
-        return [ref, sha256]  # the ref in a list: the caller fetches the archive itself, to its node
-
-    def stats(self) -> dict[str, Any]:
-        return {"served": dict(self.served), "packed": self.packed, "held": len(self.refs)}
-
-
-def _snapshot_store() -> Any | None:
-    """The driver's ``SnapshotStore`` where there is another node to serve, else None."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    from ha_envs.provision.workcopy import cache_root
-
-    if sum(1 for n in ray.nodes() if n.get("Alive")) < 2:
-        return None
-    here = ray.get_runtime_context().get_node_id()
-    return ray.remote(SnapshotStore).options(
-        num_cpus=0, max_concurrency=8, max_restarts=1,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
-    ).remote(str(cache_root() / "snapshots"))
 
 
 def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
@@ -203,16 +129,18 @@ def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig
     ``workers`` episodes are in flight (at least one group). A group asks for one ``sandbox_slots``
     per member where the cluster declares them (``ray_cluster.SLOTS``), else one CPU. Records come
     back to this process as they finish, which alone writes the log. On more than one node the
-    driver's snapshots are moved, not rebuilt: a ``SnapshotStore`` on this node serves each to the
-    nodes that lack it (``store``: ``auto``, or None for none). ``group_fn`` runs one group on its
+    driver's snapshots and environments are moved, not rebuilt: an ``ArtifactStore`` on this node
+    serves each to the nodes that lack it (``store``: ``auto``, or None for none). ``group_fn`` runs one group on its
     node (``_group``; ``benchmarks/bench_cluster.py`` gives a no-op one to measure this driver)."""
     import ray
+
+    from .artifact_store import start_store
 
     init_ray()
     config_ref = ray.put(config)
     own_store = store == "auto"
     if own_store:
-        store = _snapshot_store()
+        store = start_store()
     try:
         _drive(todo, model, config, config_ref, workers, finished, skills, group_fn, store)
     finally:
@@ -226,16 +154,15 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
     """``_collect_ray``'s loop: submit groups while the in-flight bound allows, take records as they come."""
     import ray
 
-    from ha_envs.provision.workcopy import snapshot_dest, snapshot_key
+    from ha_envs.provision.workcopy import snapshot_key
 
     from .ray_cluster import group_resources
 
-    snapshots: dict[str, Any] = {}
+    artifacts: dict[str, Any] = {}
     if store is not None:
         for t, _ in todo:
-            if t.instance_id not in snapshots:
-                key = snapshot_key(t)
-                snapshots[t.instance_id] = (key, str(snapshot_dest(t, key)), store)
+            if t.instance_id not in artifacts:
+                artifacts[t.instance_id] = (snapshot_key(t), store)
     remote_group = ray.remote(group_fn)
     by_task: dict[str, tuple[Task, list[int]]] = {}
     for t, k in todo:
@@ -249,7 +176,7 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
             gen = remote_group.options(num_returns="streaming", scheduling_strategy="SPREAD", max_retries=0,
                                        **group_resources(len(ks))).remote(t, ks, model, config_ref,
                                                                           skills.get(t.instance_id),
-                                                                          snapshots.get(t.instance_id))
+                                                                          artifacts.get(t.instance_id))
             pending[gen] = (t, set(ks), attempt)
             in_flight += len(ks)
         ready, _ = ray.wait(list(pending), num_returns=1)

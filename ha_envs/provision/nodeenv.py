@@ -52,13 +52,22 @@ def install_commands_of(specs: dict[str, Any]) -> list[str]:
     return [c for c in cmds if c.split() and c.split()[0] in _MANAGERS]
 
 
-def node_env(task: Any) -> Path | None:
-    """The task's ``node_modules`` directory (built on first use), or None when it needs none."""
+def node_env_dest(task: Any) -> Path | None:
+    """Where this machine keeps the task's node env (its ``node_modules`` inside; built or not), or
+    None when the task needs none."""
     cmds = install_commands(task)
     if not cmds:
         return None
     key = hashlib.sha256(json.dumps([NODE_ENV_FORMAT, task.repo, task.base_commit, cmds]).encode()).hexdigest()[:12]
-    env = cache_root() / "envs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', task.repo)}-node-{key}"
+    return cache_root() / "envs" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', task.repo)}-node-{key}"
+
+
+def node_env(task: Any) -> Path | None:
+    """The task's ``node_modules`` directory (built on first use), or None when it needs none."""
+    env = node_env_dest(task)
+    if env is None:
+        return None
+    cmds = install_commands(task)
     if (env / ".ha-ready").is_file():
         touch(env)
         return env / "node_modules"

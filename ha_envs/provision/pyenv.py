@@ -46,15 +46,24 @@ def pyenv_python(version: str) -> Path:
     return found[-1] / "bin" / "python"
 
 
-def python_env(task: Any) -> Path | None:
-    """The environment (an interpreter prefix) for ``task``, built on first use; None when the task needs none."""
+def python_env_dest(task: Any) -> Path | None:
+    """Where this machine keeps the task's environment (built or not; the name holds its content
+    key, the same on every machine), or None when the task needs none."""
     specs = (task.environment.extra or {}).get("specs") if task is not None else None
     if not specs or task.language != "python" or not specs.get("python"):
         return None
     key = hashlib.sha256(json.dumps([ENV_FORMAT, task.repo, specs, task.base_commit, pypi_cutoff(task, specs)[0]],
                                     sort_keys=True).encode()).hexdigest()[:12]
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task.repo)
-    env = cache_root() / "envs" / f"{safe}-{specs['python']}-{key}"
+    return cache_root() / "envs" / f"{safe}-{specs['python']}-{key}"
+
+
+def python_env(task: Any) -> Path | None:
+    """The environment (an interpreter prefix) for ``task``, built on first use; None when the task needs none."""
+    env = python_env_dest(task)
+    if env is None:
+        return None
+    specs = task.environment.extra["specs"]
     if (env / ".ha-ready").is_file():
         touch(env)
         return env

@@ -122,6 +122,43 @@ def test_local_env_uses_the_matching_python_and_the_work_copy(real_task):
     assert not g.grade(real_task, "").resolved
 
 
+def test_an_env_packed_on_one_machine_runs_relocated_on_another(real_task, tmp_path, monkeypatch):
+    """A built environment moved to a machine whose cache is elsewhere (artifacts.pack_env /
+    install_env): its scripts' #! lines point into the new place, it grades the gold patch there, it
+    says it was copied, and the copy is never used when the archive was cut short."""
+    import hashlib
+
+    from ha_envs.provision.artifacts import env_dest, env_origin, install_env, pack_env
+    from ha_envs.task import TaskError
+
+    here = python_env(real_task)
+    data = pack_env(here)
+    digest = hashlib.sha256(data).hexdigest()
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "other-node"))
+    kind, there = env_dest(real_task)
+    assert kind == "python-env" and there.name == here.name and there != here
+    with pytest.raises(TaskError, match="cut short or damaged"):
+        install_env(kind, there, data[: len(data) // 2], digest, str(here))
+    assert not (there / ".ha-ready").exists()
+    assert install_env(kind, there, data, digest, str(here)) == there
+    assert env_origin(there) == "copied" and env_origin(here) == "built"
+    assert python_env(real_task) == there  # found, not built again
+    shebang = (there / "bin" / "pytest").read_text().splitlines()[0]
+    assert shebang.startswith(f"#!{there}/bin/python"), shebang
+    assert str(here) not in "".join(p.read_text(errors="replace") for p in (there / "bin").iterdir()
+                                    if p.is_file() and not p.is_symlink())
+    away = here.with_name(here.name + ".away")
+    here.rename(away)  # nothing of the first machine's copy may be needed
+    try:
+        ran = subprocess.run([str(there / "bin" / "pytest"), "--version"], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        g = Grader()
+        assert g.grade(real_task, real_task.gold_patch).resolved
+        assert not g.grade(real_task, "").resolved
+    finally:
+        away.rename(here)
+
+
 def test_env_python_keeps_its_packages_when_called_through_a_link(real_task, tmp_path):
     """tox --current-env (sphinx's test command) links .tox/py39/bin/python to the env's python and
     calls it there: a venv would fall back to the bare interpreter without its packages; the env is a
@@ -540,6 +577,38 @@ def pnpm_task(tmp_path_factory):
                    tests=TestSpec(hidden, ("quad of 3",), ("a sees its own ms",), "pnpm test", "node_tap", timeout_s=300),
                    environment=EnvironmentSpec(extra={"specs": {"install": ["pnpm install"],
                                                                 "test_cmd": ["pnpm test"]}}))
+
+
+def test_a_node_env_moved_to_another_cache_keeps_its_links_inside_it(pnpm_task, tmp_path, monkeypatch):
+    """A pnpm workspace's node env (a package's node_modules links into the root's ``.pnpm`` store:
+    absolute links between the env's trees) installed under another cache: every link that pointed
+    into the first place points into the second, and it grades there without the first (in the
+    Docker sandbox, whose image holds the env at its path on this machine)."""
+    import hashlib
+
+    from ha_envs.provision.artifacts import env_dest, install_env, pack_env
+    from ha_envs.provision.nodeenv import node_env
+
+    here = node_env(pnpm_task).parent
+    data = pack_env(here)
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "other-node"))
+    kind, there = env_dest(pnpm_task)
+    install_env(kind, there, data, hashlib.sha256(data).hexdigest(), str(here))
+    links = [os.readlink(os.path.join(d, n)) for d, ds, fs in os.walk(there) for n in ds + fs
+             if os.path.islink(os.path.join(d, n))]
+    assert any(t.startswith(str(there) + "/") for t in links)  # the workspace's links were absolute
+    assert not [t for t in links if t.startswith(str(here))]
+    assert node_env(pnpm_task) == there / "node_modules"
+    require_docker()  # pnpm runs from the env's corepack release in the Docker sandbox (the env at its path)
+    away = here.with_name(here.name + ".away")
+    here.rename(away)
+    try:
+        g = Grader(docker_sandbox_factory())
+        gold = g.grade(pnpm_task, pnpm_task.gold_patch)
+        assert gold.resolved, gold.log_tail
+        assert not g.grade(pnpm_task, "").resolved
+    finally:
+        away.rename(here)
 
 
 def test_the_docker_sandbox_runs_a_pnpm_workspace_offline_with_the_envs_pnpm(pnpm_task):

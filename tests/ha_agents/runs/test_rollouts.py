@@ -209,30 +209,134 @@ def test_snapshots_move_to_nodes_that_lack_the_repository(tiny_task, tmp_path, m
     assert len({r["node"] for r in recs}) >= 2
 
 
-def test_the_snapshot_store_holds_few_archives_and_serves_only_its_own(tmp_path):
-    """The driver's SnapshotStore keeps at most ``keep`` packed snapshots in the object store (a SWE
-    repository's runs to hundreds of MB), packs an evicted one again when asked, and refuses a path
-    outside its snapshots directory."""
+def test_the_artifact_store_holds_few_archives_and_serves_only_its_own(tmp_path):
+    """The driver's ArtifactStore keeps packed archives up to a byte budget in the object store (a
+    SWE repository's snapshot runs to hundreds of MB, an environment to GBs), packs an evicted one
+    again when asked, and refuses a name outside its directories."""
+    import asyncio
     import hashlib
 
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
-    from ha_agents.runs.rollouts import SnapshotStore
-    from ha_envs.provision.workcopy import prepare_snapshot
+    from ha_agents.runs.artifact_store import ArtifactStore
+    from ha_envs.provision.workcopy import pack_snapshot, prepare_snapshot
 
     ts = tasks("mini__semver_ranges", "mini__ttl_cache", "mini__invoice_rounding")
-    paths = [str(prepare_snapshot(t).path) for t in ts]
+    paths = [prepare_snapshot(t).path for t in ts]
+    sizes = [len(pack_snapshot(p)) for p in paths]
     init_ray(address="local", num_cpus=1)
-    try:
-        store = SnapshotStore(str(cache_root() / "snapshots"), keep=2)
+
+    async def scenario():
+        store = ArtifactStore(str(cache_root()), keep_bytes=sizes[1] + sizes[2])
         for p in paths:
-            ref, digest = store.archive(p)
-            assert hashlib.sha256(ray.get(ref)).hexdigest() == digest
-        assert store.stats()["packed"] == 3 and store.stats()["held"] == 2
-        store.archive(paths[2])  # held: not packed again
-        assert store.stats()["packed"] == 3
-        store.archive(paths[0])  # evicted: packed again
-        assert store.stats()["packed"] == 4 and store.stats()["served"][paths[2]] == 2
-        with pytest.raises(ValueError, match="not a snapshot of this store"):
-            store.archive(str(tmp_path))
+            how, refs, digest, built_at = await store.fetch("snapshot", p.name)
+            assert how == "copy" and built_at == str(p)
+            assert hashlib.sha256(await refs[0]).hexdigest() == digest
+        stats = await store.stats()
+        assert stats["packed"] == 3 and stats["held"] == 2  # the first left: the budget holds the last two
+        assert stats["held_bytes"] == sizes[1] + sizes[2]
+        await store.fetch("snapshot", paths[2].name)  # held: not packed again
+        assert (await store.stats())["packed"] == 3
+        await store.fetch("snapshot", paths[0].name)  # evicted: packed again
+        assert (await store.stats())["packed"] == 4
+        for bad in ("../x", "a/b", ".build-1", ""):
+            with pytest.raises(ValueError, match="not an entry name"):
+                await store.fetch("snapshot", bad)
+        with pytest.raises(ValueError, match="unknown artifact kind"):
+            await store.fetch("image", paths[0].name)
+
+    try:
+        asyncio.run(scenario())
     finally:
         ray.shutdown()
+
+
+def test_an_environment_is_built_once_by_the_first_node_to_ask(tmp_path):
+    """The store's lease: the first node to ask for an environment the driver lacks builds it; one
+    asking meanwhile waits and then gets the published copy (installed into the driver's cache,
+    relocated); a build that fails, or a builder gone for longer than the wait, hands the lease on."""
+    import asyncio
+    import hashlib
+
+    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
+    from ha_agents.runs.artifact_store import ArtifactStore
+    from ha_envs.provision.artifacts import env_origin, pack_env
+
+    built = tmp_path / "node2" / "envs" / "acme-3.9-abc"
+    (built / "bin").mkdir(parents=True)
+    (built / "bin" / "tool").write_text(f"#!{built}/bin/python\nprint('hi')\n")
+    (built / ".ha-ready").write_text("x")
+    data = pack_env(built)
+    driver = tmp_path / "driver"
+    init_ray(address="local", num_cpus=1)
+
+    async def scenario():
+        store = ArtifactStore(str(driver), build_wait_s=30)
+        assert await store.fetch("python-env", built.name) == ["build"]  # node 2 holds the lease
+        waiting = asyncio.ensure_future(store.fetch("python-env", built.name))  # node 3 asks meanwhile
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await store.publish("python-env", built.name, [ray.put(data)], hashlib.sha256(data).hexdigest(), str(built))
+        how, refs, digest, built_at = await asyncio.wait_for(waiting, 10)
+        mine = driver / "envs" / built.name
+        assert how == "copy" and env_origin(mine) == "copied"
+        assert built_at == str(built)  # the archive served is the builder's: its paths are the builder's
+        assert (mine / "bin" / "tool").read_text().startswith(f"#!{mine}/bin/python")
+        assert (await store.stats())["leases"] == 1 and (await store.stats())["published"] == 1
+
+        assert await store.fetch("node-env", "other-node-1") == ["build"]
+        waiting = asyncio.ensure_future(store.fetch("node-env", "other-node-1"))
+        await asyncio.sleep(0.2)
+        await store.abandon("other-node-1")  # the build failed: the waiter builds it
+        assert await asyncio.wait_for(waiting, 10) == ["build"]
+
+        quick = ArtifactStore(str(driver), build_wait_s=0.2)
+        assert await quick.fetch("node-env", "gone-1") == ["build"]  # its builder never comes back
+        assert await asyncio.wait_for(quick.fetch("node-env", "gone-1"), 10) == ["build"]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        ray.shutdown()
+
+
+
+
+from tests.ha_envs.test_real_envs import real_task  # noqa: E402,F401 - a real Python environment to move
+
+
+def test_an_environment_is_built_once_in_the_cluster_and_copied_to_the_other_nodes(real_task, tmp_path, monkeypatch):
+    """Three nodes with caches of their own and no mirror, three tasks needing one real Python
+    environment (pyenv's 3.9 + PyPI): one node builds it, the others wait for that build and get a
+    copy (relocated into their caches), the driver's cache gets it too, and every episode grades
+    as on one machine."""
+    import dataclasses
+
+    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_envs.provision.artifacts import env_dest, env_origin
+
+    ts = [dataclasses.replace(real_task, instance_id=f"acme__calc-{i}") for i in (1, 2, 3)]
+    name = env_dest(ts[0])[1].name
+    assert {env_dest(t)[1].name for t in ts} == {name}  # one environment for the three
+    (tmp_path / "no-mirrors").mkdir()
+    caches = [tmp_path / f"node{i}" for i in range(3)]
+    env = lambda c: {"HA_CACHE_DIR": str(c), "HA_REPOS_DIR": str(tmp_path / "no-mirrors")}  # noqa: E731
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 1}, "env_vars": env(caches[0])})
+    try:
+        for c in caches[1:]:
+            cluster.add_node(num_cpus=1, resources={SLOTS: 1}, env_vars=env(c))
+        cluster.wait_for_nodes()
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        recs = collect(ts, 1, "oracle", "h0", out=tmp_path / "ray", workers=3, executor="ray", progress_bar=False)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert all(r["resolved"] and not r["mask_sample"] for r in recs), [(r["env_cache"], r["termination"], r["error"])
+                                                                       for r in recs]
+    assert len({r["node"] for r in recs}) == 3  # one group per node (one slot each)
+    assert sorted(r["env_cache"] for r in recs) == ["built", "copied", "copied"], [r["env_cache"] for r in recs]
+    origins = sorted(env_origin(c / "envs" / name) for c in caches)
+    assert origins == ["built", "copied", "copied"]  # built once in the cluster
+    assert env_origin(cache_root() / "envs" / name) == "copied"  # published to the driver's cache
