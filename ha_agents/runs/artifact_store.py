@@ -105,6 +105,40 @@ class ArtifactStore:
         finally:
             self._release(name)
 
+    async def fetch_image(self, tag: str) -> list[Any]:
+        """``["copy", [piece refs], sha256]`` when the driver's Docker daemon has the image ``tag``
+        (saved once, in pieces, into the object store), else ``["missing"]``."""
+        import ray
+
+        from ha_envs.provision.images import image_exists, save_image
+        from ha_envs.sandbox.daemon import docker_client
+
+        key = f"image:{tag}"
+        if key not in self.refs:
+            def save() -> tuple[list[Any], str, int] | None:
+                try:
+                    client = docker_client(timeout=30)
+                    if not image_exists(client, tag):
+                        return None
+                except Exception:  # noqa: BLE001 - no daemon on the driver's node: nothing to serve
+                    return None
+                digest, refs, size = hashlib.sha256(), [], 0
+                for piece in save_image(tag):
+                    digest.update(piece)
+                    refs.append(ray.put(piece))
+                    size += len(piece)
+                return refs, digest.hexdigest(), size
+
+            saved = await asyncio.get_running_loop().run_in_executor(None, save)
+            if saved is None:
+                return ["missing"]
+            self.counts["packed"] += 1
+            self._hold(key, saved[0], saved[1], saved[2], "")
+        self.refs.move_to_end(key)
+        refs, sha256, _, _ = self.refs[key]
+        self.counts["served"] += 1
+        return ["copy", list(refs), sha256]
+
     async def abandon(self, name: str) -> None:
         """A leased build failed: the next node to ask builds it."""
         self.counts["abandoned"] += 1
@@ -158,12 +192,44 @@ def start_store() -> Any | None:
     ).remote(str(cache_root()))
 
 
-def node_artifacts(task: Any, snapshot_key: str | None, store: Any | None) -> dict[str, str | None]:
+def node_artifacts(task: Any, snapshot_key: str | None, store: Any | None,
+                   sandbox: str = "local") -> dict[str, str | None]:
     """Make the task's snapshot and environment ready on this node (once per group, before its
-    members start): ``{"snapshot": how, "env": how}``, each ``cached``, ``copied`` (from the
-    driver's store), ``built`` (here) or, for the environment, ``None`` (the task needs none) or
-    ``failed`` (its build failed here: the episodes meet that failure as an environment fault)."""
-    return {"snapshot": _node_snapshot(task, snapshot_key, store), "env": _node_env(task, store)}
+    members start): ``{"snapshot": how, "env": how, "image": how}``, each ``cached``, ``copied``
+    (from the driver's store), ``built`` (here) or, for the environment, ``None`` (the task needs
+    none) or ``failed`` (its build failed here: the episodes meet that failure as an environment
+    fault). ``image`` (Docker sandboxes only, else ``None``): the image the task's environment
+    image derives from (``images.image_sources``), ``cached``, ``copied`` from the driver's daemon,
+    or ``missing`` (neither has it: the sandbox pulls or builds it as on one machine)."""
+    return {"snapshot": _node_snapshot(task, snapshot_key, store), "env": _node_env(task, store),
+            "image": _node_image(task, store) if sandbox == "docker" else None}
+
+
+def _node_image(task: Any, store: Any | None) -> str:
+    from ha_envs.provision.images import image_exists, image_sources, load_image
+    from ha_envs.sandbox.daemon import docker_client
+
+    names = image_sources(task)
+    try:
+        client = docker_client(timeout=30)
+        if any(image_exists(client, n) for n in names):
+            return "cached"
+    except Exception as exc:  # noqa: BLE001 - the sandbox meets it (and the group is drained)
+        log.warning("%s: no Docker daemon on this node (%s)", task.instance_id, exc)
+        return "missing"
+    if store is None:
+        return "missing"
+    import ray
+
+    for name in names:
+        try:
+            answer = ray.get(store.fetch_image.remote(name))
+            if answer[0] == "copy":
+                load_image((ray.get(ref) for ref in answer[1]), answer[2], name)
+                return "copied"
+        except Exception as exc:  # noqa: BLE001 - the next source, else pulled or built here
+            log.warning("%s: the driver's image %s could not be had (%s)", task.instance_id, name, exc)
+    return "missing"
 
 
 def _node_snapshot(task: Any, key: str | None, store: Any | None) -> str:

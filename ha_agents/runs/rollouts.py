@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ha_envs.harness import HarnessSpec
-from ha_envs.sandbox import prepare_snapshot
+from ha_envs.sandbox import SandboxError, prepare_snapshot
 from ha_envs.task import Task
 
 from ..episode import EpisodeConfig, error_record, run_episode
@@ -97,27 +97,56 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
     return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
 
 
+DRAIN = "_drain"
+"""A group's last item when its node's Docker daemon is gone: ``{DRAIN: node, "runs": [...], "why": ...}``,
+the members it did not run (or ran into the dead daemon); the driver drains the node and runs them elsewhere."""
+
+
+INFRA = ("sandbox_error", "grading_error", "internal_error")
+"""Masked terminations a dead daemon can cause."""
+
+
 def _group(task: Task, samples: list[int], model: str, config: EpisodeConfig, skill: str | None,
            artifacts: tuple[str | None, Any] | None = None):
     """One GRPO group (a task's pending samples) on one node, as a Ray streaming generator: the
-    task's snapshot and environment are made ready once there (``artifact_store.node_artifacts``;
-    ``artifacts``: the snapshot's key and the driver's ``ArtifactStore``) and the members run side
-    by side; each record comes back as it finishes, stamped with the node that ran it and how its
-    snapshot and environment came to be there (``built``, ``copied`` or ``cached``)."""
+    task's snapshot and environment (and, for Docker sandboxes, its source image) are made ready
+    once there (``artifact_store.node_artifacts``; ``artifacts``: the snapshot's key and the driver's
+    ``ArtifactStore``) and the members run side by side; each record comes back as it finishes,
+    stamped with the node that ran it and how its artifacts came to be there (``built``,
+    ``copied`` or ``cached``). With Docker sandboxes, a node whose daemon is gone runs nothing
+    more: a member masked by a sandbox fault while the daemon does not answer is not recorded
+    but handed back (``DRAIN``), as are the members not started."""
     import ray
+
+    from ha_envs.sandbox.daemon import daemon_gone
 
     from .artifact_store import node_artifacts
 
     node = ray.get_runtime_context().get_node_id()
-    how = node_artifacts(task, *(artifacts or (None, None)))
+    docker = config.sandbox == "docker"
+    why = daemon_gone() if docker else ""
+    if why:
+        yield {DRAIN: node, "runs": list(samples), "why": why}
+        return
+    how = node_artifacts(task, *(artifacts or (None, None)), sandbox=config.sandbox)
+    back: list[int] = []
     with ThreadPoolExecutor(max_workers=len(samples)) as pool:
         futures = [pool.submit(_episode, task, k, model, config, skill) for k in samples]
         for fut in as_completed(futures):
             rec = fut.result()
+            if docker and rec.get("mask_sample") and rec.get("termination") in INFRA:
+                why = why or daemon_gone()
+                if why:
+                    back.append(int(rec["run"]))
+                    continue
             rec["node"] = node
             rec["snapshot"] = how["snapshot"]
             rec["env_cache"] = how["env"]
+            if docker:
+                rec["image_cache"] = how["image"]
             yield rec
+    if back:
+        yield {DRAIN: node, "runs": sorted(back), "why": why}
 
 
 def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
@@ -169,11 +198,26 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
         by_task.setdefault(t.instance_id, (t, []))[1].append(k)
     queue = [(t, ks, 1) for t, ks in by_task.values()]
     pending: dict[Any, tuple[Task, set[int], int]] = {}  # generator -> (task, members still to come, attempt)
-    in_flight = 0
+    drained: set[str] = set()
+    in_flight = submitted = 0
+
+    def again(t: Task, runs: list[int], attempt: int, exc: BaseException) -> None:
+        """Members that did not come back run once more elsewhere; twice lost, they are masked
+        infrastructure faults (each (task, run) recorded once)."""
+        if attempt < 2 and (not drained or _healthy(drained)):
+            queue.append((t, runs, attempt + 1))
+            return
+        for k in runs:
+            err = error_record(t, model, config.harness, exc, time.monotonic())
+            err["run"] = k
+            finished(err)
+
     while queue or pending:
         while queue and (not pending or in_flight + len(queue[0][1]) <= max(1, workers)):
             t, ks, attempt = queue.pop(0)
-            gen = remote_group.options(num_returns="streaming", scheduling_strategy="SPREAD", max_retries=0,
+            submitted += 1
+            gen = remote_group.options(num_returns="streaming", scheduling_strategy=_placement(drained, submitted),
+                                       max_retries=0,
                                        **group_resources(len(ks))).remote(t, ks, model, config_ref,
                                                                           skills.get(t.instance_id),
                                                                           artifacts.get(t.instance_id))
@@ -191,16 +235,47 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
         except Exception as exc:  # noqa: BLE001 - a lost node, raylet or worker mid-group
             pending.pop(gen)
             in_flight -= len(left)
-            if attempt < 2:  # the members that did not come back run once more, wherever Ray places them
-                log.warning("a Ray group of %s failed (%s); re-running its %d unfinished episode(s)",
-                            t.instance_id, exc, len(left))
-                queue.append((t, sorted(left), attempt + 1))
-            else:  # twice lost: infrastructure faults, masked, each (task, run) recorded once
-                for k in sorted(left):
-                    err = error_record(t, model, config.harness, exc, time.monotonic())
-                    err["run"] = k
-                    finished(err)
+            log.warning("a Ray group of %s failed (%s); re-running its %d unfinished episode(s)",
+                        t.instance_id, exc, len(left))
+            again(t, sorted(left), attempt, exc)
+            continue
+        if DRAIN in rec:
+            runs = [k for k in rec["runs"] if k in left]
+            left.difference_update(runs)
+            in_flight -= len(runs)
+            if rec[DRAIN] not in drained:
+                drained.add(rec[DRAIN])
+                log.warning("node %s drained: its Docker daemon is gone (%s); no more groups go there",
+                            rec[DRAIN], rec["why"])
+            log.warning("re-running %d episode(s) of %s from the drained node %s elsewhere (%s)", len(runs),
+                        t.instance_id, rec[DRAIN], rec["why"])
+            again(t, runs, attempt, SandboxError(f"the node's Docker daemon is gone: {rec['why']}"))
             continue
         left.discard(int(rec["run"]))
         in_flight -= 1
         finished(rec)
+
+
+def _placement(drained: set[str], turn: int) -> Any:
+    """Groups spread over the nodes; once a node is drained, each group goes to one of the others
+    in turn (node affinity: Ray's label constraints were seen to place a group on an excluded node)."""
+    if not drained:
+        return "SPREAD"
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    healthy = _healthy(drained)
+    if not healthy:
+        return "SPREAD"  # nothing is left: ``again`` masks what would go there
+    return NodeAffinitySchedulingStrategy(node_id=healthy[turn % len(healthy)], soft=False)
+
+
+def _healthy(drained: set[str]) -> list[str]:
+    """Live nodes outside ``drained`` that can hold a group: those with sandbox slots where the
+    cluster declares them (as ``group_resources`` asks), else those with CPUs."""
+    import ray
+
+    from .ray_cluster import SLOTS
+
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    need = SLOTS if any(n.get("Resources", {}).get(SLOTS) for n in alive) else "CPU"
+    return sorted(n["NodeID"] for n in alive if n["NodeID"] not in drained and n.get("Resources", {}).get(need))

@@ -476,3 +476,71 @@ def snapshot_image(client: Any, task: Any, env_image_name: str | None = None, gr
             _commit(c, tag, [f"WORKDIR {workdir}", f"LABEL {LABEL}.snapshot={snapshot.base_commit}",
                              _from_label(_made_from(labels) + [str(snapshot.path)])])
         return tag, snapshot
+
+
+def image_sources(task: Any) -> list[str]:
+    """The images a task's Docker environment is derived from, in the order ``env_image`` looks for
+    them: the benchmark's official image (unless ``HA_OFFICIAL_IMAGES=never``), then the base (the
+    task's own image, else the bundled base). A machine that lacks one can be given it
+    (``save_image`` / ``load_image``) instead of pulling or building it; the environment and
+    snapshot images are then derived on that machine from its moved caches (a copy, no build)."""
+    names = []
+    official = (task.environment.extra or {}).get("official_image") if task is not None else None
+    if official and official_policy() != "never":
+        names.append(str(official))
+    names.append((task.environment.image if task is not None else None) or base_tag())
+    return names
+
+
+IMAGE_CHUNK = 64 << 20
+"""Bytes per piece of a saved image (``save_image``): moved piece by piece, never whole in memory."""
+
+
+def save_image(tag: str, chunk: int = IMAGE_CHUNK) -> Iterator[bytes]:
+    """``docker save`` of ``tag`` from this machine's daemon (``DOCKER_HOST``), in pieces."""
+    proc = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while True:
+            data = proc.stdout.read(chunk)
+            if not data:
+                break
+            yield data
+        err = proc.stderr.read().decode(errors="replace").strip()
+        if proc.wait() != 0:
+            raise SandboxError(f"docker save {tag} failed: {err[-500:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def load_image(pieces: Iterator[bytes], sha256: str, tag: str) -> None:
+    """``docker load`` into this machine's daemon an image saved elsewhere (``save_image``'s pieces;
+    ``sha256``: the saver's digest of them all). A stream that does not match is never committed:
+    the load is killed before its end, and it fails."""
+    proc = subprocess.Popen(["docker", "load", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    digest = hashlib.sha256()
+    n = 0
+    try:
+        for piece in pieces:
+            digest.update(piece)
+            n += len(piece)
+            proc.stdin.write(piece)
+        if digest.hexdigest() != sha256:
+            proc.kill()
+            raise SandboxError(f"the saved image {tag} cannot be loaded: {n} bytes with sha256 {digest.hexdigest()[:16]}, "
+                               f"the saver's was {sha256[:16]} (cut short or damaged in transit)")
+        _, err = proc.communicate(timeout=1800)  # closes its input: the load ends and commits
+        if proc.returncode != 0:
+            raise SandboxError(f"docker load of {tag} failed: {err.decode(errors='replace').strip()[-500:]}")
+    except BrokenPipeError as exc:
+        proc.wait()
+        raise SandboxError(f"docker load of {tag} stopped reading: {proc.stderr.read().decode(errors='replace')[-500:]}") \
+            from exc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if tag == base_tag():
+        subprocess.run(["docker", "tag", tag, f"{BASE_REPO}:{BASE_SUITE}"], capture_output=True)

@@ -45,6 +45,16 @@ def docker_client(timeout: float = 120.0) -> Any:
         raise SandboxError(f"no Docker daemon answers ({exc}); start dockerd or use sandbox='local'") from exc
 
 
+def daemon_gone(timeout: float = 10.0) -> str:
+    """'' when this machine's Docker daemon (``DOCKER_HOST``) answers a ping, else why not (after a
+    few quick tries: a daemon that restarts answers again within them)."""
+    try:
+        docker_client(timeout=timeout).close()
+        return ""
+    except SandboxError as exc:
+        return str(exc)
+
+
 def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
