@@ -16,7 +16,7 @@ machine, each node declaring ``--slots`` sandbox slots and a cache directory of 
 (``HA_CACHE_DIR`` through the node's environment). The nodes share this machine's cores, so more
 nodes cannot run faster here: reported are episodes per second, per-core efficiency against one
 node, the spread of groups over nodes and the task snapshots each node holds (each
-with more than one node gets the driver's copies through the ``SnapshotStore``; one node builds its
+with more than one node gets the driver's copies through the ``ArtifactStore``; one node builds its
 own, as a single machine does).
 
     python benchmarks/bench_cluster.py [--in-flight 64 256 1024] [--group 16] [--hold 2] [--nodes 1 2 3]

@@ -192,6 +192,27 @@ def start_store() -> Any | None:
     ).remote(str(cache_root()))
 
 
+STORE_NAME = "ha-artifact-store"
+
+
+def shared_store() -> Any | None:
+    """This Ray job's ``ArtifactStore`` for remote envs (one, named, on the node of the process that
+    first asks: the driver's, whose cache holds the snapshots it prepared), where there is another
+    node to serve; None on a single node."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ha_envs.provision.workcopy import cache_root
+
+    if sum(1 for n in ray.nodes() if n.get("Alive")) < 2:
+        return None
+    here = ray.get_runtime_context().get_node_id()
+    return ray.remote(ArtifactStore).options(
+        name=STORE_NAME, get_if_exists=True, num_cpus=0, max_restarts=1,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
+    ).remote(str(cache_root()))
+
+
 def node_artifacts(task: Any, snapshot_key: str | None, store: Any | None,
                    sandbox: str = "local") -> dict[str, str | None]:
     """Make the task's snapshot and environment ready on this node (once per group, before its
@@ -307,4 +328,4 @@ def _build_here(task: Any, build: Any) -> str:
         return "failed"
 
 
-__all__ = ["ArtifactStore", "KEEP_BYTES", "node_artifacts", "start_store"]
+__all__ = ["ArtifactStore", "KEEP_BYTES", "STORE_NAME", "node_artifacts", "shared_store", "start_store"]

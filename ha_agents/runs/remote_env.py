@@ -27,11 +27,15 @@ from ..episode import ENV_PLACEMENTS
 class EnvActor:
     """The actor side: the env and its sandbox, on a node with sandbox slots."""
 
-    def __init__(self, task: Task, harness: Any, sandbox: str, env_options: dict[str, Any]) -> None:
+    def __init__(self, task: Task, harness: Any, sandbox: str, env_options: dict[str, Any], store: Any = None) -> None:
         import ray
 
         from ha_envs import make
 
+        from .artifact_store import node_artifacts
+
+        # the snapshot, environment and image from the caller's store where this node lacks them
+        self.artifacts = node_artifacts(task, None, store, sandbox) if store is not None else {}
         self.env = make(task=task, harness=harness, sandbox=sandbox, **env_options)
         self.node = ray.get_runtime_context().get_node_id()
 
@@ -77,9 +81,11 @@ class RemoteEnv:
         init_ray()  # the Ray this process runs, else RAY_ADDRESS, else a private one
         self.task = task
         self.spec = load_spec(harness)
+        from .artifact_store import shared_store
+
         opts = dict(actor_options) if actor_options is not None else group_resources(1)
         self._actor = ray.remote(EnvActor).options(max_restarts=0, max_task_retries=0, **opts).remote(
-            task, self.spec, sandbox, dict(env_options or {}))
+            task, self.spec, sandbox, dict(env_options or {}), shared_store())
         self.node: str | None = None
         self._lost: str | None = None
 

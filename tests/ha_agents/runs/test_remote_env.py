@@ -24,11 +24,12 @@ def _task():
 def test_ha_eval_runs_each_env_on_the_sandbox_node(tmp_path, monkeypatch):
     """`ha eval --env-placement ray` on a two-node cluster (a head without sandbox slots, as a GPU
     node, and a sandbox node with a cache of its own): every episode's env ran on the sandbox node,
-    which built the snapshot; the oracle's episodes are graded resolved; the records say where."""
+    which got the driver's snapshot from its artifact store; the oracle's episodes are graded resolved; the records say where."""
     from ray.cluster_utils import Cluster
 
     from ha_agents.runs.ray_cluster import SLOTS
     from ha_cli.main import main as ha
+    from ha_envs.provision.workcopy import snapshot_origin
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
@@ -44,8 +45,9 @@ def test_ha_eval_runs_each_env_on_the_sandbox_node(tmp_path, monkeypatch):
     recs = [json.loads(x) for x in (tmp_path / "out" / "trajectories.jsonl").read_text().splitlines()]
     assert len(recs) == 2 and all(r["resolved"] and not r["mask_sample"] for r in recs), recs
     assert {r["node"] for r in recs} == {node.node_id}
-    assert [p.name.split("-")[0] for p in (tmp_path / "sbx" / "snapshots").iterdir()
-            if not p.name.startswith(".")] == ["mini__semver_ranges"]
+    got = [p for p in (tmp_path / "sbx" / "snapshots").iterdir() if not p.name.startswith(".")]
+    assert [p.name.split("-")[0] for p in got] == ["mini__semver_ranges"]
+    assert snapshot_origin(got[0]) == "copied"  # from the driver's store, not rebuilt on the node
 
 
 def test_a_lost_env_actor_is_a_masked_infrastructure_fault():
