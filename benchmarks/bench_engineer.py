@@ -15,7 +15,11 @@ Set-up, per seed (every step is an `ha` command a user can run; the script print
    over the batch's tasks, m runs per task with common seeds;
 4. evaluation (``ha engineer eval``): the trained engineer's and the warm start's patch per batch
    (the training temperature, 0.5: a tiny model copies a patch faithfully there; the same seeds), on the batch and on the held-out tasks, with paired CIs;
-5. unseen targets: the same engineers on ``hasty`` with other base harnesses (``--unseen-harnesses``,
+5. comparisons (``ha engineer eval``): fixed editors with no training, the rule proposer
+   (``--engineer proposer:rule``) and the teacher (``menu:``, drawing from its four patches); no
+   patch is 0 by definition and the warm start is SFT only; and the lifecycle ablation (``ha engineer
+   ablate``) of a patch touching two points (the veto at pre-action and the reminder at pre-decision);
+6. unseen targets: the same engineers on ``hasty`` with other base harnesses (``--unseen-harnesses``,
    default openhands and h1): the target is run on each (``ha eval``), its failures batched with the
    same partition, and both engineers evaluated there (``ha engineer eval --harness H``).
 
@@ -88,6 +92,24 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
              "--samples", str(args.eval_samples),
              "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
         evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
+    # the comparison rows (item 6): fixed editors, no training: the rule proposer's candidate for each
+    # batch written as a patch, and the teacher (the fixture menu) drawing its patches at random
+    for name, engineer in (("rule", "proposer:rule"), ("teacher", f"menu:{d / 'menu.yaml'}")):
+        run(["engineer", "eval", *src, "--batches", str(d / "batches.json"), "--engineer", engineer,
+             "--heldout", "test", "--name", name, *target, "--samples", str(args.eval_samples),
+             "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
+        evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
+    # the lifecycle ablation on a patch that touches two points: the teacher's helpful veto (pre-action)
+    # and its reminder (pre-decision) together; each point's operations dropped in turn
+    import yaml
+
+    menu = {m["kind"]: m["reply"] for m in yaml.safe_load((d / "menu.yaml").read_text())}
+    ops = [op for k in ("helpful", "wrong_point") for op in yaml.safe_load(
+        menu[k].split("<patch>", 1)[1].split("</patch>", 1)[0])["ops"]]
+    (d / "two-point.patch").write_text("<patch>\n" + yaml.safe_dump({"ops": ops}, sort_keys=False) + "</patch>\n")
+    run(["engineer", "ablate", *src, "--batches", str(d / "batches.json"), "--patch", str(d / "two-point.patch"),
+         *target, "--out", str(d / "e")])
+    ablation = json.loads((d / "e" / "ablation.json").read_text())
     unseen = {}
     for h in args.unseen_harnesses:  # the same engineers, targets they never saw: hasty on another base harness
         if not done(f"target-{h}"):
@@ -106,6 +128,7 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
                  "--samples", str(args.eval_samples), "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
             unseen[f"{name}@{h}"] = json.loads((d / "e" / f"eval-{name}-{h}.json").read_text())
     return {"seed": seed, "unseen": unseen, "setup_s": round(setup_s, 1), "metrics": metrics, "eval": evals,
+            "ablation": ablation,
             "teacher_rollouts": {"base": sum(t["info"].get("base_rollouts", 0) for t in teacher),
                                  "patched": sum(t["info"].get("patched_rollouts", 0) for t in teacher),
                                  "scored": len(teacher),
@@ -209,7 +232,19 @@ def main() -> None:
                 if d:
                     lo, hi = paired_ci(d)
                     print(f"unseen {h}: trained - warm, {key}: {mean(d):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(d)} seeds)")
+    print("\nlifecycle ablation of a two-point patch (the veto at pre-action + the reminder at pre-decision): "
+          "reward on the batches")
+    for r in results:
+        print(f"  seed {r['seed']}  " + "  ".join(f"{k} {v['delta']:+.3f} [{v['delta_ci'][0]:+.3f}, {v['delta_ci'][1]:+.3f}]"
+                                                for k, v in r["ablation"].items()))
     for key in ("batch_delta", "heldout_delta"):
+        for other in ("rule", "teacher"):
+            d = [r["eval"]["trained"][key] - r["eval"][other][key] for r in results
+                 if r["eval"][other][key] is not None]
+            if d:
+                lo, hi = paired_ci(d)
+                print(f"trained - {other}, {key}: {mean(d):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(d)} seeds); "
+                      f"{other} {mean(r['eval'][other][key] or 0.0 for r in results):+.3f}")
         d = [r["eval"]["trained"][key] - r["eval"]["warm"][key] for r in results]
         lo, hi = paired_ci(d)
         print(f"trained - warm, {key}: {mean(d):+.3f} [{lo:+.3f}, {hi:+.3f}] (seeds as replicates, n={len(d)}); "
