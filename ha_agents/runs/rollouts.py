@@ -11,6 +11,7 @@ there. ``sample`` is the record's ``run`` field (1-based).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -98,8 +99,13 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
 
 
 DRAIN = "_drain"
-"""A group's last item when its node's Docker daemon is gone: ``{DRAIN: node, "runs": [...], "why": ...}``,
-the members it did not run (or ran into the dead daemon); the driver drains the node and runs them elsewhere."""
+"""A group's last item when its node's Docker daemon is gone: ``{DRAIN: node, "runs": [...], "why": ...,
+"started": bool}``, the members it did not run (``started`` False: it found the daemon gone before
+starting any) or that ran into the dead daemon; the driver drains the node and runs them elsewhere."""
+DRAIN_RETRY_S = 120.0
+"""A drained node is tried again after this long (``HA_DRAIN_RETRY_S``): a restarted daemon serves again."""
+HANDBACKS = 3
+"""A group handed back unstarted this often (every node it reached had no daemon) is masked."""
 
 
 INFRA = ("sandbox_error", "grading_error", "internal_error")
@@ -126,7 +132,7 @@ def _group(task: Task, samples: list[int], model: str, config: EpisodeConfig, sk
     docker = config.sandbox == "docker"
     why = daemon_gone() if docker else ""
     if why:
-        yield {DRAIN: node, "runs": list(samples), "why": why}
+        yield {DRAIN: node, "runs": list(samples), "why": why, "started": False}
         return
     how = node_artifacts(task, *(artifacts or (None, None)), sandbox=config.sandbox)
     back: list[int] = []
@@ -146,7 +152,7 @@ def _group(task: Task, samples: list[int], model: str, config: EpisodeConfig, sk
                 rec["image_cache"] = how["image"]
             yield rec
     if back:
-        yield {DRAIN: node, "runs": sorted(back), "why": why}
+        yield {DRAIN: node, "runs": sorted(back), "why": why, "started": True}
 
 
 def _collect_ray(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, workers: int,
@@ -182,6 +188,7 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
            store: Any) -> None:
     """``_collect_ray``'s loop: submit groups while the in-flight bound allows, take records as they come."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from ha_envs.provision.workcopy import snapshot_key
 
@@ -196,36 +203,49 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
     by_task: dict[str, tuple[Task, list[int]]] = {}
     for t, k in todo:
         by_task.setdefault(t.instance_id, (t, []))[1].append(k)
-    queue = [(t, ks, 1) for t, ks in by_task.values()]
-    pending: dict[Any, tuple[Task, set[int], int]] = {}  # generator -> (task, members still to come, attempt)
-    drained: set[str] = set()
+    queue = [(t, ks, 1, 0) for t, ks in by_task.values()]  # (task, members, attempt, hand-backs)
+    pending: dict[Any, tuple[Task, set[int], int, int]] = {}  # generator -> (task, members to come, attempt, hand-backs)
+    drained: dict[str, float] = {}  # node -> when it was drained
+    retry_s = float(os.environ.get("HA_DRAIN_RETRY_S", DRAIN_RETRY_S))
     in_flight = submitted = 0
 
-    def again(t: Task, runs: list[int], attempt: int, exc: BaseException) -> None:
-        """Members that did not come back run once more elsewhere; twice lost, they are masked
-        infrastructure faults (each (task, run) recorded once)."""
-        if attempt < 2 and (not drained or _healthy(drained)):
-            queue.append((t, runs, attempt + 1))
-            return
+    def masked(t: Task, runs: list[int], exc: BaseException) -> None:
         for k in runs:
             err = error_record(t, model, config.harness, exc, time.monotonic())
             err["run"] = k
             finished(err)
 
+    def again(t: Task, runs: list[int], attempt: int, exc: BaseException) -> None:
+        """Members that did not come back run once more elsewhere; twice lost, they are masked
+        infrastructure faults (each (task, run) recorded once)."""
+        if attempt < 2:
+            queue.append((t, runs, attempt + 1, 0))
+        else:
+            masked(t, runs, exc)
+
     while queue or pending:
         while queue and (not pending or in_flight + len(queue[0][1]) <= max(1, workers)):
-            t, ks, attempt = queue.pop(0)
+            healthy = _healthy(drained, retry_s) if drained else None
+            if healthy == []:
+                break  # every node is drained: wait for a retry (or for what is in flight)
+            t, ks, attempt, handbacks = queue.pop(0)
             submitted += 1
-            gen = remote_group.options(num_returns="streaming", scheduling_strategy=_placement(drained, submitted),
-                                       max_retries=0,
+            strategy = "SPREAD" if healthy is None else NodeAffinitySchedulingStrategy(
+                node_id=healthy[submitted % len(healthy)], soft=False)  # Ray's label constraints were
+            # seen to place a group on an excluded node: node affinity, the healthy nodes in turn
+            gen = remote_group.options(num_returns="streaming", scheduling_strategy=strategy, max_retries=0,
                                        **group_resources(len(ks))).remote(t, ks, model, config_ref,
                                                                           skills.get(t.instance_id),
                                                                           artifacts.get(t.instance_id))
-            pending[gen] = (t, set(ks), attempt)
+            pending[gen] = (t, set(ks), attempt, handbacks)
             in_flight += len(ks)
+        if not pending:
+            wake = min(drained.values()) + retry_s - time.monotonic()
+            time.sleep(min(max(wake, 0.5), retry_s))
+            continue
         ready, _ = ray.wait(list(pending), num_returns=1)
         gen = ready[0]
-        t, left, attempt = pending[gen]
+        t, left, attempt, handbacks = pending[gen]
         try:
             rec = ray.get(next(gen))
         except StopIteration:
@@ -243,39 +263,38 @@ def _drive(todo: list[tuple[Task, int]], model: str, config: EpisodeConfig, conf
             runs = [k for k in rec["runs"] if k in left]
             left.difference_update(runs)
             in_flight -= len(runs)
-            if rec[DRAIN] not in drained:
-                drained.add(rec[DRAIN])
-                log.warning("node %s drained: its Docker daemon is gone (%s); no more groups go there",
-                            rec[DRAIN], rec["why"])
-            log.warning("re-running %d episode(s) of %s from the drained node %s elsewhere (%s)", len(runs),
-                        t.instance_id, rec[DRAIN], rec["why"])
-            again(t, runs, attempt, SandboxError(f"the node's Docker daemon is gone: {rec['why']}"))
+            node = rec[DRAIN]
+            if node not in drained:
+                log.warning("node %s drained: its Docker daemon is gone (%s); no group goes there for %.0f s",
+                            node, rec["why"], retry_s)
+            drained[node] = time.monotonic()
+            log.warning("re-running %d episode(s) of %s from the drained node %s elsewhere", len(runs),
+                        t.instance_id, node)
+            exc = SandboxError(f"the node's Docker daemon is gone: {rec['why']}")
+            if rec.get("started"):
+                again(t, runs, attempt, exc)
+            elif handbacks + 1 < HANDBACKS:  # nothing ran: not an attempt
+                queue.append((t, runs, attempt, handbacks + 1))
+            else:
+                masked(t, runs, exc)
             continue
+        if rec.get("node") in drained:
+            log.warning("node %s: its Docker daemon answers again; no longer drained", rec["node"])
+            drained.pop(rec["node"])
         left.discard(int(rec["run"]))
         in_flight -= 1
         finished(rec)
 
 
-def _placement(drained: set[str], turn: int) -> Any:
-    """Groups spread over the nodes; once a node is drained, each group goes to one of the others
-    in turn (node affinity: Ray's label constraints were seen to place a group on an excluded node)."""
-    if not drained:
-        return "SPREAD"
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    healthy = _healthy(drained)
-    if not healthy:
-        return "SPREAD"  # nothing is left: ``again`` masks what would go there
-    return NodeAffinitySchedulingStrategy(node_id=healthy[turn % len(healthy)], soft=False)
-
-
-def _healthy(drained: set[str]) -> list[str]:
-    """Live nodes outside ``drained`` that can hold a group: those with sandbox slots where the
-    cluster declares them (as ``group_resources`` asks), else those with CPUs."""
+def _healthy(drained: dict[str, float], retry_s: float) -> list[str]:
+    """Live nodes that can hold a group (those with sandbox slots where the cluster declares them,
+    as ``group_resources`` asks, else those with CPUs), less the nodes drained within ``retry_s``."""
     import ray
 
     from .ray_cluster import SLOTS
 
+    now = time.monotonic()
     alive = [n for n in ray.nodes() if n.get("Alive")]
     need = SLOTS if any(n.get("Resources", {}).get(SLOTS) for n in alive) else "CPU"
-    return sorted(n["NodeID"] for n in alive if n["NodeID"] not in drained and n.get("Resources", {}).get(need))
+    return sorted(n["NodeID"] for n in alive if n.get("Resources", {}).get(need)
+                  and now - drained.get(n["NodeID"], -float("inf")) >= retry_s)

@@ -170,3 +170,53 @@ def _docker_config():
     from ha_agents.episode import EpisodeConfig
 
     return EpisodeConfig.create("h0", sandbox="docker")
+
+
+def _flaky_daemon_group(task, samples, model, config, skill, artifacts=None):  # noqa: ANN001 - rollouts._group's signature
+    """A group on a node whose daemon is gone for the first ``model`` (``flaky:DIR:N``) groups placed
+    there (a counter file per run): handed back unstarted; afterwards it answers again."""
+    import ray
+
+    from ha_agents.runs.rollouts import DRAIN
+
+    _, where, n = model.split(":")
+    node = ray.get_runtime_context().get_node_id()
+    counter = Path(where) / "count"
+    with open(counter, "a") as f:
+        f.write("x")
+    if len(counter.read_text()) <= int(n):
+        yield {DRAIN: node, "runs": list(samples), "why": "no Docker daemon answers (a test)", "started": False}
+        return
+    for k in samples:
+        yield {"instance_id": task.instance_id, "run": k, "resolved": True, "mask_sample": False, "node": node}
+
+
+def test_a_drained_node_is_tried_again_and_a_run_with_no_daemon_anywhere_ends(tmp_path, monkeypatch, caplog):
+    """The driver's side of draining on one node: a daemon that comes back (a restarted dockerd) takes
+    groups again after HA_DRAIN_RETRY_S and nothing is lost or masked; one that never comes back ends
+    the run with each (task, run) masked once, after a few hand-backs (the driver never waits forever)."""
+    import ray
+
+    from ha_agents.episode import EpisodeConfig
+    from ha_agents.runs.rollouts import HANDBACKS, _collect_ray
+
+    monkeypatch.setenv("HA_DRAIN_RETRY_S", "0.5")
+    ts = load_suite("mini")[:3]
+    todo = [(t, k) for t in ts for k in (1, 2)]
+    init_ray(address="local", num_cpus=2)
+    try:
+        for n, masked in ((2, False), (10 * HANDBACKS * len(ts), True)):
+            where = tmp_path / f"run-{n}"
+            where.mkdir()
+            got: list[dict] = []
+            with caplog.at_level(logging.WARNING):
+                _collect_ray(todo, f"flaky:{where}:{n}", EpisodeConfig.of("h0"), 4, got.append, {},
+                             group_fn=_flaky_daemon_group, store=None)
+            assert sorted((r["instance_id"], r["run"]) for r in got) == sorted((t.instance_id, k) for t, k in todo)
+            assert all(bool(r["mask_sample"]) == masked for r in got), [r.get("error") for r in got]
+            if masked:
+                assert all("Docker daemon is gone" in r["error"] for r in got)
+            else:
+                assert "answers again; no longer drained" in caplog.text
+    finally:
+        ray.shutdown()
