@@ -60,7 +60,10 @@ from .summary import digest
 PATCH_GUIDE = f"""Reply with one patch in <patch>...</patch> (YAML or JSON), format {FORMAT}, at most {MAX_OPS} ops:
   add_hook {{hook: NAME | {{name, params}} | {{name, rule: {{point, trigger, message, max_fires, veto | rewrite | force}}}},
             before?: NAME}}   (rewrite: {{argument, pattern, replace}} at pre_action; force: {{command, timeout_s}}
-            at post_feedback: the harness runs the command in the sandbox)
+            at post_feedback: the harness runs the command in the sandbox; or a code hook instead of
+            trigger and message: rule: {{point, code: "def hook(ctx): ..."}}, run in the sandbox, returning
+            None, a message or {{message, veto | rewrite: {{argument, value}} | force: COMMAND}}; no imports,
+            while, classes, IO or names starting with _)
   replace_hook {{name: NAME, hook: ...}}   set_params {{hook: NAME | tool: NAME, params: {{...}}}}
   remove_hook {{name: NAME}}   add_tool {{tool: NAME | {{name, params}} | {{name, script: {{...}}}}, before?: NAME}}
 You may think first inside <think>...</think>."""

@@ -1,6 +1,7 @@
 """Harness patches (``harnessadapt-patch-v1``): what a harness engineer writes instead of a whole
 spec. A patch is a short list of operations on the current spec, read from model text and applied
-purely; nothing in it runs on the host (rule hooks are data, script tools run in the sandbox).
+purely; nothing in it runs on the host (rule hooks are data; script tools and code hooks run in the
+sandbox, a code hook checked by its syntax tree only: ``ha_envs/harness/custom.py``).
 
 The document (YAML or JSON)::
 
@@ -8,6 +9,7 @@ The document (YAML or JSON)::
     ops:                                 # 1 to MAX_OPS operations, applied in order
       - {op: add_hook, hook: submit_gate}                      # a catalogue hook ...
       - {op: add_hook, hook: {name: test_after_edit, rule: {point: post_feedback, ...}}, before: submit_gate}
+      - {op: add_hook, hook: {name: gate, rule: {point: pre_action, code: "def hook(ctx): ..."}}}   # a code hook
       - {op: replace_hook, name: budget_reminder, hook: {name: budget_reminder, params: {turns_left: 8}}}
       - {op: set_params, hook: stuck_detector, params: {same_step: 2}}     # or tool: NAME
       - {op: remove_hook, name: verification_reminder}

@@ -13,7 +13,10 @@ HarnessSpec and covered by its hash and diff:
   does not run) or a ``rewrite`` (a regex substitution on one string argument of the call:
   ``{argument, pattern, replace}``; the model is told), at ``post_feedback`` a ``force`` (the harness
   runs a bash command the model did not send, in the sandbox at the repository root, e.g. the tests
-  after an edit: ``{command, timeout_s}``; its output is shown as the hook's message, never trained on).
+  after an edit: ``{command, timeout_s}``; its output is shown as the hook's message, never trained on);
+- a **code hook**: a rule hook whose ``code`` is a small Python function ``hook(ctx)``, checked by
+  its syntax tree on the host and run only inside the sandbox under CPU, memory and wall-clock
+  limits (see "code hooks" below).
 
 Validation (:func:`check_script_tool`, :func:`check_rule_hook`) rejects bad schemas, unknown trigger
 fields, triggers that cannot be evaluated at the chosen point, scripts that fail a syntax check
@@ -137,6 +140,8 @@ def check_rule_hook(name: str, d: Any, catalogue: dict[str, Any]) -> dict[str, A
     what = f"rule hook {name!r}"
     check_name("hook", name, catalogue)
     _require(isinstance(d, dict), what, "the definition must be a mapping")
+    if "code" in d:
+        return check_code_hook(name, d)
     unknown = set(d) - {"point", "trigger", "message", "max_fires", "veto", "rewrite", "force"}
     _require(not unknown, what, f"unknown field(s) {', '.join(sorted(unknown))}")
     point = d.get("point")
@@ -335,3 +340,231 @@ class RuleHook(Hook):
                     text += f"\n[the harness ran: {force['command']}]\n{res.render()}"
                 return pending + [text]
         return pending
+
+
+# -- code hooks ----------------------------------------------------------------------------------
+#
+# A rule hook may be a small Python function instead of a trigger and a message (Harness-R1's code
+# hooks): ``{point, code, max_fires, timeout_s, memory_mb, cpu_s}`` where ``code`` defines
+# ``def hook(ctx)``. It is checked on the host by its syntax tree only (never run there) and runs
+# inside the episode's sandbox, each time its point is reached, in a fresh ``python3 -I -S`` with a
+# CPU-time limit, an address-space limit and a wall-clock kill, and only these builtins. A hook that
+# fails, is killed, or returns what its point cannot use has no effect (the failure is counted in
+# ``info["hooks"]`` under ``NAME:failed``); it never stops the episode.
+
+CODE_MAX_CHARS = 8000
+CODE_MAX_NODES = 1200
+CODE_BUILTINS = ("abs", "all", "any", "bool", "dict", "enumerate", "filter", "float", "int", "isinstance", "len",
+                 "list", "map", "max", "min", "range", "reversed", "round", "set", "sorted", "str", "sum", "tuple",
+                 "zip")
+_CODE_FORBIDDEN_NODES = {
+    "Import": "imports", "ImportFrom": "imports", "While": "while loops", "ClassDef": "classes",
+    "AsyncFunctionDef": "async code", "Await": "async code", "AsyncFor": "async code", "AsyncWith": "async code",
+    "Global": "global", "Nonlocal": "nonlocal", "With": "with blocks (IO)", "Yield": "generators",
+    "YieldFrom": "generators", "Try": "try blocks", "Raise": "raise", "Delete": "del", "Starred": "star-arguments",
+}
+_CODE_FORBIDDEN_NAMES = {"eval", "exec", "compile", "open", "input", "print", "globals", "locals", "vars", "getattr",
+                         "setattr", "delattr", "hasattr", "breakpoint", "exit", "quit", "help", "dir", "type", "object",
+                         "super", "memoryview", "bytearray", "bytes", "id", "hash", "iter", "next", "format",
+                         "classmethod", "staticmethod", "property", "callable", "issubclass", "__import__"}
+CODE_RESULT_KEYS = {"message", "veto", "rewrite", "force"}
+
+
+def check_code_hook(name: str, d: dict[str, Any]) -> dict[str, Any]:
+    """A code hook's definition with defaults filled in, or CustomComponentError (see above)."""
+    what = f"code hook {name!r}"
+    unknown = set(d) - {"point", "code", "max_fires", "timeout_s", "memory_mb", "cpu_s", "force_timeout_s"}
+    _require(not unknown, what, f"unknown field(s) {', '.join(sorted(unknown))}")
+    point = d.get("point")
+    _require(point in POINTS, what, f"point must be one of {', '.join(POINTS)}")
+    code = d.get("code")
+    _require(isinstance(code, str) and code.strip() != "", what, "code: the Python source of `def hook(ctx)` is needed")
+    _require(len(code) <= CODE_MAX_CHARS, what, f"code: at most {CODE_MAX_CHARS} characters (it has {len(code)})")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise CustomComponentError(f"{what}: code does not parse: line {exc.lineno}: {exc.msg}") from None
+    nodes = list(ast.walk(tree))
+    _require(len(nodes) <= CODE_MAX_NODES, what, f"code: at most {CODE_MAX_NODES} syntax nodes (it has {len(nodes)})")
+    for node in nodes:
+        kind = type(node).__name__
+        where = f" (line {getattr(node, 'lineno', '?')})"
+        _require(kind not in _CODE_FORBIDDEN_NODES, what, f"code may not use {_CODE_FORBIDDEN_NODES.get(kind)}{where}")
+        if isinstance(node, ast.Name):
+            _require(node.id not in _CODE_FORBIDDEN_NAMES and not node.id.startswith("_"), what,
+                     f"code may not use the name {node.id!r}{where}")
+        if isinstance(node, ast.Attribute):
+            _require(not node.attr.startswith("_"), what, f"code may not use the attribute {node.attr!r}{where}")
+        if isinstance(node, ast.arg):
+            _require(not node.arg.startswith("_"), what, f"code may not name an argument {node.arg!r}{where}")
+    for stmt in tree.body:
+        ok = isinstance(stmt, ast.FunctionDef) or (isinstance(stmt, ast.Assign) and all(
+            isinstance(t, ast.Name) for t in stmt.targets)) or (isinstance(stmt, ast.Expr) and isinstance(
+                stmt.value, ast.Constant) and isinstance(stmt.value.value, str))
+        _require(ok, what, f"code: only functions, constants and a docstring at the top level (line {stmt.lineno})")
+    hooks = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "hook"]
+    _require(len(hooks) == 1, what, "code must define exactly one `def hook(ctx)`")
+    args = hooks[0].args
+    _require(len(args.args) == 1 and not args.vararg and not args.kwarg and not args.kwonlyargs and not args.defaults,
+             what, "`hook` takes exactly one argument (ctx)")
+
+    def number(key: str, default: float, lo: float, hi: float) -> float:
+        v = d.get(key, default)
+        _require(isinstance(v, (int, float)) and not isinstance(v, bool) and lo <= v <= hi, what,
+                 f"{key} must be in [{lo:g}, {hi:g}]")
+        return float(v)
+
+    max_fires = d.get("max_fires", 1)
+    _require(isinstance(max_fires, int) and not isinstance(max_fires, bool) and 1 <= max_fires <= 100, what,
+             "max_fires must be an integer in [1, 100]")
+    return {"point": point, "code": code, "max_fires": max_fires, "timeout_s": number("timeout_s", 5, 0.5, 30),
+            "cpu_s": int(number("cpu_s", 2, 1, 20)), "memory_mb": int(number("memory_mb", 256, 64, 2048)),
+            "force_timeout_s": number("force_timeout_s", 60, 1, 600)}
+
+
+_MARK = "@@HA-HOOK-RESULT@@"
+# Runs in the sandbox (any python3 from 3.6 on): limits first, then the hook with a short list of
+# builtins; prints the result after a marker. What it reads and prints is the hook's only channel.
+_RUNNER = """import json, resource, sys
+cpu, mem = int(sys.argv[3]), int(sys.argv[4]) * 1024 * 1024
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+except (ValueError, OSError):
+    pass
+with open(sys.argv[1]) as f:
+    src = f.read()
+with open(sys.argv[2]) as f:
+    ctx = json.load(f)
+b = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+g = {"__builtins__": {k: b[k] for k in NAMES}, "__name__": "hook"}
+exec(compile(src, "<hook>", "exec"), g)
+out = g["hook"](ctx)
+sys.stdout.write("\\n" + MARK + json.dumps(out) + "\\n")
+""".replace("NAMES", repr(CODE_BUILTINS)).replace("MARK", repr(_MARK))
+
+
+class CodeHook(Hook):
+    """A code hook (see above); its effect is what ``hook(ctx)`` returns: nothing (None, ''), a
+    message, or ``{message, veto | rewrite: {argument, value} | force: COMMAND}``."""
+
+    tracks_edits = True  # ctx reports edits made through bash too
+
+    def __init__(self, name: str, d: dict[str, Any]) -> None:
+        super().__init__()
+        self.name = name  # type: ignore[misc]
+        self.points = (d["point"],)  # type: ignore[misc]
+        self.d = d
+        self.fires = 0
+        self._src = base64.b64encode(d["code"].encode()).decode()
+        self._runner = base64.b64encode(_RUNNER.encode()).decode()
+
+    def reset(self) -> None:
+        self.fires = 0
+
+    def _context(self, ctx: HookContext, call: ToolCall | None, output: str) -> dict[str, Any]:
+        st = ctx.state
+        args = {k: (v[:2000] if isinstance(v, str) else v) for k, v in (call.arguments if call else {}).items()}
+        return {"point": self.d["point"], "turn": ctx.turn, "max_turns": ctx.max_turns,
+                "turns_left": max(0, ctx.max_turns - ctx.turn), "tools": list(ctx.tools),
+                "tool": call.name if call else None, "arguments": args,
+                "command": _command_text(call)[:2000] if call else "", "output": output[-4000:],
+                "test_runs": st.test_runs, "edits": st.edits, "tested_since_edit": st.tested_since_edit,
+                "last_test_turn": st.last_test_turn, "last_edit_turn": st.last_edit_turn, "tool_errors": st.tool_errors,
+                "recent": [{"turn": x.turn, "action": x.key[:200], "error": x.error} for x in st.steps[-8:]]}
+
+    def _run(self, ctx: HookContext, call: ToolCall | None, output: str = "") -> dict[str, Any] | None:
+        """The hook's result, checked for its point; None when it has no effect."""
+        if self.fires >= self.d["max_fires"]:
+            return None
+        blob = base64.b64encode(json.dumps(self._context(ctx, call, output)).encode()).decode()
+        wall = self.d["timeout_s"]
+        cmd = (f"( d=$(mktemp -d /tmp/ha-hook.XXXXXX) && printf %s {self._runner} | base64 -d > $d/r.py && "
+               f"printf %s {self._src} | base64 -d > $d/h.py && printf %s {blob} | base64 -d > $d/c.json && "
+               f"timeout -s KILL {wall:g} python3 -I -S $d/r.py $d/h.py $d/c.json {self.d['cpu_s']} "
+               f"{self.d['memory_mb']}; rc=$?; rm -rf $d; exit $rc )")  # a subshell: the session's shell stays
+        try:
+            res = ctx.sandbox.run(cmd, timeout=wall + 5, head_bytes=2000, tail_bytes=8000)
+        except Exception as exc:  # noqa: BLE001 - a hook never takes the episode down
+            return self._failed(ctx, f"could not run: {exc}")
+        text = res.output or ""
+        if res.timed_out or res.exit_code != 0 or _MARK not in text:
+            killed = res.timed_out or res.exit_code in (124, 137, 152, -9, -24)
+            why = ("killed by its wall-clock limit" if killed and (res.timed_out or res.duration_s >= wall - 0.2) else
+                   "killed by its CPU or memory limit" if killed else f"exit status {res.exit_code}")
+            return self._failed(ctx, f"{why}: {text.strip()[-300:]}")
+        try:
+            out = json.loads(text.rsplit(_MARK, 1)[1].strip().splitlines()[0])
+        except (ValueError, IndexError) as exc:
+            return self._failed(ctx, f"its result is not JSON: {exc}")
+        if out is None or out == "":
+            return None
+        if isinstance(out, str):
+            out = {"message": out}
+        why = self._invalid(out, call)
+        if why:
+            return self._failed(ctx, why)
+        self.fires += 1
+        ctx.fire(self.name, f"code hook at turn {ctx.turn}")
+        return out
+
+    def _invalid(self, out: Any, call: ToolCall | None) -> str:
+        point = self.d["point"]
+        if not isinstance(out, dict) or not set(out) <= CODE_RESULT_KEYS or not out:
+            return f"it returned {str(out)[:200]!r}: use None, a message, or a mapping of {sorted(CODE_RESULT_KEYS)}"
+        msg = out.get("message", "")
+        if not isinstance(msg, str) or len(msg) > 2000:
+            return "message must be text of at most 2000 characters"
+        if out.get("veto") is not None and (point != "pre_action" or not isinstance(out["veto"], bool)):
+            return "only a pre_action hook can veto (veto: true)"
+        if out.get("rewrite") is not None:
+            rw = out["rewrite"]
+            if point != "pre_action" or out.get("veto") or not isinstance(rw, dict) or set(rw) != {"argument", "value"}:
+                return "rewrite is {argument, value}, at pre_action, without a veto"
+            if call is None or not isinstance(call.arguments.get(rw["argument"]), str) or not isinstance(rw["value"], str):
+                return f"rewrite: the call has no text argument {rw.get('argument')!r}"
+        if out.get("force") is not None and (point != "post_feedback" or not isinstance(out["force"], str)
+                                             or not 0 < len(out["force"].strip()) <= 2000):
+            return "force is a command (1-2000 characters), at post_feedback"
+        return ""
+
+    def _failed(self, ctx: HookContext, why: str) -> None:
+        ctx.fire(f"{self.name}:failed", why[:500])
+        return None
+
+    def episode_start(self, ctx: HookContext) -> list[str]:
+        out = self._run(ctx, None) if self.d["point"] == "episode_start" else None
+        return [out["message"]] if out and out.get("message") else []
+
+    def pre_decision(self, ctx: HookContext) -> list[str]:
+        out = self._run(ctx, None) if self.d["point"] == "pre_decision" else None
+        return [out["message"]] if out and out.get("message") else []
+
+    def pre_action(self, ctx: HookContext, call: ToolCall) -> Veto | None:
+        out = self._run(ctx, call) if self.d["point"] == "pre_action" else None
+        if not out:
+            return None
+        if out.get("veto"):
+            return Veto(out.get("message") or f"the harness blocked this call ({self.name})")
+        if out.get("rewrite"):
+            rw = out["rewrite"]
+            return Rewrite(ToolCall(call.name, {**call.arguments, rw["argument"]: rw["value"]}, call.call_id),
+                           out.get("message") or self.name)
+        if out.get("message"):
+            ctx.state.flags.setdefault(self.name, []).append(out["message"])  # shown with the call's result
+        return None
+
+    def post_feedback(self, ctx: HookContext, calls: list[ToolCall], messages: list[dict[str, Any]]) -> list[str]:
+        pending = ctx.state.flags.pop(self.name, []) if self.d["point"] == "pre_action" else []
+        if self.d["point"] != "post_feedback":
+            return pending
+        output = "\n".join(m["content"] for m in messages if m.get("source") == "tool")
+        out = self._run(ctx, calls[-1] if calls else None, output)
+        if not out:
+            return pending
+        text = out.get("message", "")
+        if out.get("force"):  # the harness's own call: in the sandbox, shown, never trained on
+            res = ctx.sandbox.run(f"cd {ansi_c_quote(ctx.sandbox.workdir)} && {out['force']}",
+                                  timeout=self.d["force_timeout_s"], head_bytes=4000, tail_bytes=4000)
+            text = (text + "\n" if text else "") + f"[the harness ran: {out['force']}]\n{res.render()}"
+        return pending + ([text] if text else [])

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from .custom import CustomComponentError, RuleHook, check_rule_hook, check_script_tool, script_tool
+from .custom import CodeHook, CustomComponentError, RuleHook, check_rule_hook, check_script_tool, script_tool
 from .hooks import HOOKS, Hook
 from .tool_calls import MULTI_CALL, PARSERS
 from .schema import BASES, DEFINE_KEY, Limits, ParserSpec, did_you_mean, problems
@@ -267,7 +267,8 @@ def tool_of(c: Component) -> tuple[Tool, dict[str, Any]]:
 def hook_of(c: Component) -> Hook:
     """A fresh instance of a spec entry's hook."""
     if c.define is not None:
-        return RuleHook(c.name, c.definition("hook"))
+        d = c.definition("hook")
+        return CodeHook(c.name, d) if "code" in d else RuleHook(c.name, d)
     return HOOKS[c.name](**c.params)
 
 

@@ -37,15 +37,20 @@ def test_hasty_target_is_helped_by_a_veto_or_a_forced_run_not_a_reminder(tmp_pat
     menu = {m["kind"]: m["reply"] for m in FIXTURE_MENU}
     force = ("<patch>ops: [{op: add_hook, hook: {name: show_tests, rule: {point: post_feedback, trigger: {tool: bash}, "
              "message: Tests ran., force: {command: 'python -m pytest -q 2>&1 | tail -3', timeout_s: 60}}}}]</patch>")
+    code = ("<patch>ops: [{op: add_hook, hook: {name: gate_code, rule: {point: pre_action, code: \"def hook(ctx):\\n"
+            "    if ctx['tool'] == 'submit' and ctx['test_runs'] == 0:\\n"
+            "        return {'veto': True, 'message': 'Run the tests first.'}\\n\"}}}]</patch>")
     env = HarnessEditEnv(Target("hasty", "h0", runs=2, seed=3), [SUITE[IDS[0]]], [[IDS[0]]], [], tmp_path)
     got = {}
-    for name, reply in (("veto", menu["helpful"]), ("reminder", menu["wrong_point"]), ("force", force)):
+    for name, reply in (("veto", menu["helpful"]), ("reminder", menu["wrong_point"]), ("force", force),
+                        ("code", code)):
         env.reset()
         _, reward, _, _, info = env.step(reply)
         got[name] = (info["base"][IDS[0]], info["patched"][IDS[0]])
     base = got["veto"][0]
     assert base < 1.0  # seed 3: at least one hasty episode of the two
     assert got["veto"] == (base, 1.0) and got["force"] == (base, 1.0)
+    assert got["code"] == (base, 1.0)  # the same veto written as a code hook, run in the sandbox
     assert got["reminder"] == (base, base)  # the wrong lifecycle point changes nothing
 
 

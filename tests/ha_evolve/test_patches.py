@@ -93,3 +93,20 @@ def test_a_whole_spec_proposal_written_as_a_patch():
     with pytest.raises(PatchError, match="at most 8"):
         delta_ops(load_spec("h0"), load_spec("h2"))
     assert delta_ops(load_spec("h2"), load_spec("h2")) == []
+
+
+def test_a_patch_adds_a_code_hook_and_a_bad_one_is_refused_with_its_reason():
+    """A code hook travels in a patch like a rule hook (its point counted); code that breaks the
+    syntax rules is refused by apply_patch with the rule it broke, before anything runs."""
+    from ha_envs.harness import load_spec
+    from ha_evolve.patches import PatchError, apply_patch, parse_patch
+
+    good = ('<patch>ops: [{op: add_hook, hook: {name: gate, rule: {point: pre_action, code: "def hook(ctx):\\n'
+            '    return {\'veto\': ctx[\'tool\'] == \'submit\', \'message\': \'test first\'}\\n"}}}]</patch>')
+    patch = parse_patch(good)
+    assert patch.points == ["pre_action"]
+    spec = apply_patch(load_spec("h0"), patch)
+    assert "gate" in spec.hook_names and spec.hash != load_spec("h0").hash
+    bad = good.replace("return {", "import os\\n    return {")
+    with pytest.raises(PatchError, match="code may not use imports"):
+        apply_patch(load_spec("h0"), parse_patch(bad))

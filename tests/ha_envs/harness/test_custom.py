@@ -180,3 +180,110 @@ def test_fences_pair_in_order_and_prose_is_not_xml():
                "submit": {"type": "object", "properties": {}}}
     parsed = ToolCallParser("auto").parse("The docs mention <function=foo> tags; anyway:\n```bash\npwd\n```", schemas)
     assert [(c.name, c.arguments) for c in parsed.calls] == [("bash", {"command": "pwd"})]
+
+
+GATE_CODE = '''
+LIMIT = 1
+
+
+def hook(ctx):
+    """Block a submit that no test run followed, the first time."""
+    if ctx["tool"] == "submit" and not ctx["tested_since_edit"]:
+        return {"veto": True, "message": "Run a test first (turn %d of %d)." % (ctx["turn"], ctx["max_turns"])}
+    return None
+'''
+CODE_AT_EACH_POINT = {
+    "start_hint": {"point": "episode_start", "code": "def hook(ctx):\n    return 'tools: ' + ', '.join(ctx['tools'])\n"},
+    "x_flag": {"point": "pre_action", "max_fires": 5, "code": (
+        "def hook(ctx):\n    c = ctx['arguments'].get('command', '')\n"
+        "    if ctx['tool'] == 'bash' and 'pytest' in c and '-x' not in c:\n"
+        "        return {'rewrite': {'argument': 'command', 'value': c.replace('pytest', 'pytest -x')},"
+        " 'message': 'pytest runs with -x here.'}\n")},
+    "check_edit": {"point": "post_feedback", "code": (
+        "def hook(ctx):\n    if '>>' in ctx['command']:\n"
+        "        return {'message': 'edited at turn %d' % ctx['turn'], 'force': 'echo forced-$(wc -l < README.md)'}\n")},
+}
+
+
+@pytest.mark.parametrize("code,why", [
+    ("import os\ndef hook(ctx):\n    return None\n", "imports"),
+    ("def hook(ctx):\n    while True:\n        pass\n", "while loops"),
+    ("class A:\n    pass\ndef hook(ctx):\n    return None\n", "classes"),
+    ("def hook(ctx):\n    return open('/etc/passwd').read()\n", "the name 'open'"),
+    ("def hook(ctx):\n    return eval('1')\n", "the name 'eval'"),
+    ("def hook(ctx):\n    return ctx.__class__\n", "the attribute '__class__'"),
+    ("def hook(ctx):\n    return ().__class__.__bases__[0].__subclasses__()\n", "the attribute '__"),
+    ("def hook(ctx):\n    with ctx as f:\n        pass\n", "with blocks"),
+    ("def helper(x):\n    return x\n", "exactly one `def hook(ctx)`"),
+    ("def hook(ctx, other):\n    return None\n", "exactly one argument"),
+    ("len('x')\ndef hook(ctx):\n    return None\n", "only functions, constants"),
+    ("def hook(ctx):\n    return print('x')\n", "the name 'print'"),
+    ("def hook(ctx):\n    return (\n", "does not parse"),
+    ("def hook(ctx):\n    return " + "+".join(["1"] * 700) + "\n", "syntax nodes"),
+    ("def hook(ctx):\n    return '" + "x" * 8100 + "'\n", "at most 8000 characters"),
+])
+def test_a_code_hook_is_checked_by_its_syntax_tree_and_never_run_on_the_host(code, why):
+    with pytest.raises(HarnessSpecError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        spec_with(hooks=(("bad", {"point": "pre_action", "code": code}),)).validate()
+
+
+@pytest.mark.parametrize("sandbox", ["local", "docker"])
+def test_code_hooks_act_at_their_points_inside_the_sandbox(sandbox):
+    """A code hook at each lifecycle point, run in the episode's sandbox: a hint at the start, a
+    rewrite before the action, a forced command after an edit, and a veto of an untested submit (the
+    same behaviour as the rule hook); every effect in info["hooks"]; the spec's hash covers the code."""
+    hooks = tuple(CODE_AT_EACH_POINT.items()) + (("gate", {"point": "pre_action", "code": GATE_CODE}),)
+    spec = spec_with(hooks=hooks)
+    assert spec.hash != spec_with(hooks=hooks[:-1] + (("gate", {"point": "pre_action", "code": GATE_CODE + "\n"}),)).hash
+    if sandbox == "docker":
+        from tests.ha_envs.test_real_envs import require_docker
+
+        require_docker()
+    env = ha_envs.make(task="mini__ttl_cache", harness=spec, sandbox=sandbox)
+    try:
+        obs, info = env.reset()
+        start = [m for m in obs if m.get("source") == "hook:start_hint"]
+        assert len(start) == 1 and "bash" in start[0]["content"] and "submit" in start[0]["content"]
+        obs, *_ = env.step(call("bash", command="echo pytest"))
+        assert [m["source"] for m in obs] == ["hook:x_flag", "tool"] and "pytest -x" in obs[1]["content"]
+        obs, *_ = env.step(call("bash", command="echo line >> README.md"))
+        forced = [m for m in obs if m["source"] == "hook:check_edit"]
+        assert len(forced) == 1 and "edited at turn" in forced[0]["content"] and "forced-" in forced[0]["content"]
+        assert forced[0]["trainable"] is False
+        obs, _, term, _, info = env.step(call("submit"))
+        assert not term and obs[0]["source"] == "hook:gate" and "Run a test first" in obs[0]["content"]
+        assert {k: v["count"] for k, v in info["hooks"].items()} == {"start_hint": 1, "x_flag": 1, "check_edit": 1,
+                                                                      "gate": 1}
+        obs, _, term, _, info = env.step(call("submit"))  # max_fires 1: the second submit goes through
+        assert term and info["termination"] == "submitted"
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("body,failure", [
+    ("    return sum(range(10 ** 12))\n", "CPU or memory limit|wall-clock"),
+    ("    x = 'x' * 10 ** 10\n    return x\n", "MemoryError|exit status"),
+    ("    return [1 for i in range(10 ** 9) for j in range(10 ** 9)]\n", "CPU or memory limit|wall-clock|MemoryError"),
+    ("    return 1 / 0\n", "ZeroDivisionError"),
+    ("    return {'veto': True}\n", "only a pre_action hook can veto"),
+    ("    return {'launch': 1}\n", "use None, a message"),
+])
+def test_a_code_hook_that_fails_or_runs_away_has_no_effect(body, failure):
+    """The original's in-process alarm cannot stop sum(range(10**12)) or 'x' * 10**10; here the hook
+    runs in the sandbox under a CPU-time and an address-space limit and a wall-clock kill: whatever it
+    does, the episode goes on as if it were not there, and the failure is counted, not fired."""
+    code = "def hook(ctx):\n" + body
+    spec = spec_with(hooks=(("runaway", {"point": "post_feedback", "code": code, "timeout_s": 3, "cpu_s": 1,
+                                         "memory_mb": 128}),))
+    env = ha_envs.make(task="mini__ttl_cache", harness=spec)
+    try:
+        env.reset()
+        obs, _, term, _, info = env.step(call("bash", command="echo still-here"))
+        assert not term and [m["source"] for m in obs] == ["tool"] and "still-here" in obs[0]["content"]
+        assert "runaway" not in info["hooks"]
+        reasons = info["hooks"]["runaway:failed"]["reasons"]
+        assert len(reasons) == 1 and __import__("re").search(failure, reasons[0]), reasons
+        obs, *_ = env.step(call("bash", command="echo next"))  # the session's shell survived the hook
+        assert "next" in obs[0]["content"]
+    finally:
+        env.close()
