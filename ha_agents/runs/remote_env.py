@@ -24,6 +24,10 @@ from ha_envs.task import Task
 from ..episode import ENV_PLACEMENTS
 
 
+LOST = "the env's actor was lost"
+"""In the error of an episode whose remote env died with its node, raylet or worker (``collect`` runs it once more)."""
+
+
 class EnvActor:
     """The actor side: the env and its sandbox, on a node with sandbox slots."""
 
@@ -107,7 +111,7 @@ class RemoteEnv:
             return ray.get(getattr(self._actor, method).remote(*args))
         except Exception as exc:  # noqa: BLE001 - told apart below
             if _lost(exc):
-                self._lost = f"the env's actor was lost ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
+                self._lost = f"{LOST} ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
                 raise _Lost(self._lost) from exc
             raise
 

@@ -31,13 +31,25 @@ log = logging.getLogger(__name__)
 
 
 def _episode(task: Task, sample: int, model: Any, config: EpisodeConfig, skill: str | None = None) -> dict[str, Any]:
-    t0 = time.monotonic()
-    try:
-        record = run_episode(task, model, config, skill=skill, seed=config.episode_seed(task.instance_id, sample))
-    except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
-        log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
-        record = error_record(task, model, config.harness, exc, t0)
+    """One episode's record. An episode whose remote env was lost with its node (``env_placement="ray"``)
+    runs once more, with the same seed, on whichever node Ray gives the new env; lost again, it is
+    the masked record (one per (task, run) either way)."""
+    from .remote_env import LOST
+
+    for attempt in (1, 2):
+        t0 = time.monotonic()
+        try:
+            record = run_episode(task, model, config, skill=skill, seed=config.episode_seed(task.instance_id, sample))
+        except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
+            log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
+            record = error_record(task, model, config.harness, exc, t0)
+        if attempt == 1 and record.get("mask_sample") and LOST in str(record.get("error") or ""):
+            log.warning("episode %s #%d: %s; running it once more", task.instance_id, sample, record["error"])
+            continue
+        break
     record["run"] = sample
+    if attempt == 2:
+        record["env_attempts"] = 2
     return record
 
 

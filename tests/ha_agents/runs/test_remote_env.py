@@ -84,3 +84,50 @@ def test_a_lost_env_actor_is_a_masked_infrastructure_fault():
         assert rec["resolved"] and rec["node"] == ray.get_runtime_context().get_node_id()
     finally:
         ray.shutdown()
+
+
+class _KillsItsEnvOnce:
+    """The oracle, except that at its first call it kills the actor of every live remote env of this
+    process (its env's node, as far as the episode can tell, is gone)."""
+
+    def __init__(self):
+        from ha_agents.llm.registry import make_model
+
+        self.inner = make_model("oracle")
+        self.name = "oracle"
+        self.killed = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def complete(self, *args, **kwargs):
+        if not self.killed:
+            import gc
+
+            from ha_agents.runs.remote_env import RemoteEnv
+
+            for env in [o for o in gc.get_objects() if isinstance(o, RemoteEnv)]:
+                if env._lost is None:
+                    ray.kill(env._actor, no_restart=True)
+                    self.killed += 1
+        return self.inner.complete(*args, **kwargs)
+
+
+def test_an_episode_whose_remote_env_is_lost_runs_once_more(tmp_path):
+    """collect() with remote envs: the env's actor killed during the episode; the episode runs once
+    more with the same seed on a new env and is recorded once, resolved, with the second attempt noted."""
+    from ha_agents.episode import EpisodeConfig
+    from ha_agents.runs.ray_cluster import init_ray
+    from ha_agents.runs.rollouts import collect
+
+    init_ray(address="local", num_cpus=2)
+    try:
+        model = _KillsItsEnvOnce()
+        recs = collect([_task()], 1, model, EpisodeConfig.create("h0", env_placement="ray"), out=tmp_path,
+                       workers=1, progress_bar=False)
+    finally:
+        ray.shutdown()
+    assert model.killed == 1
+    assert len(recs) == 1 and recs[0]["resolved"] and not recs[0]["mask_sample"], recs[0].get("error")
+    assert recs[0]["env_attempts"] == 2
+    assert len((tmp_path / "trajectories.jsonl").read_text().splitlines()) == 1
