@@ -247,6 +247,14 @@ def _command_text(call: ToolCall) -> str:
     return json.dumps(call.arguments, sort_keys=True)
 
 
+def run_forced(ctx: HookContext, command: str, timeout_s: float) -> str:
+    """A hook's ``force``: the harness's own call, run in the sandbox at the repository root; its
+    output is shown with the hook's message (never trained on)."""
+    res = ctx.sandbox.run(f"cd {ansi_c_quote(ctx.sandbox.workdir)} && {command}", timeout=timeout_s,
+                          head_bytes=4000, tail_bytes=4000)
+    return f"[the harness ran: {command}]\n{res.render()}"
+
+
 class RuleHook(Hook):
     """A hook defined by data (see the module docstring)."""
 
@@ -334,10 +342,8 @@ class RuleHook(Hook):
             text = self._fire(ctx, call, output)
             if text:
                 force = self.d.get("force")
-                if force is not None:  # the harness's own call: in the sandbox, shown, never trained on
-                    res = ctx.sandbox.run(f"cd {ansi_c_quote(ctx.sandbox.workdir)} && {force['command']}",
-                                          timeout=force["timeout_s"], head_bytes=4000, tail_bytes=4000)
-                    text += f"\n[the harness ran: {force['command']}]\n{res.render()}"
+                if force is not None:
+                    text += "\n" + run_forced(ctx, force["command"], force["timeout_s"])
                 return pending + [text]
         return pending
 
@@ -563,8 +569,6 @@ class CodeHook(Hook):
         if not out:
             return pending
         text = out.get("message", "")
-        if out.get("force"):  # the harness's own call: in the sandbox, shown, never trained on
-            res = ctx.sandbox.run(f"cd {ansi_c_quote(ctx.sandbox.workdir)} && {out['force']}",
-                                  timeout=self.d["force_timeout_s"], head_bytes=4000, tail_bytes=4000)
-            text = (text + "\n" if text else "") + f"[the harness ran: {out['force']}]\n{res.render()}"
+        if out.get("force"):
+            text = (text + "\n" if text else "") + run_forced(ctx, out["force"], self.d["force_timeout_s"])
         return pending + ([text] if text else [])

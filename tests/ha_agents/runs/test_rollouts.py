@@ -169,10 +169,8 @@ def test_snapshots_move_to_nodes_that_lack_the_repository(tiny_task, tmp_path, m
     import dataclasses
     import subprocess
 
-    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    from ha_agents.runs.ray_cluster import SLOTS
+    if not os.environ.get("CI"):
+        pytest.importorskip("ray")
     from ha_envs.provision.workcopy import snapshot_origin
 
     mirror = tmp_path / "mirrors" / "acme+clamp" / "repo"
@@ -186,19 +184,9 @@ def test_snapshots_move_to_nodes_that_lack_the_repository(tiny_task, tmp_path, m
     ts = [dataclasses.replace(tiny_task, instance_id=f"acme__clamp-{i}", repo="acme/clamp", base_commit=base,
                               source_dir=None) for i in (1, 2, 3)]
     monkeypatch.setenv("HA_REPOS_DIR", str(tmp_path / "mirrors"))  # the driver alone has the mirror
-    (tmp_path / "no-mirrors").mkdir()
-    caches = [tmp_path / f"node{i}" for i in range(3)]
-    env = lambda c: {"HA_CACHE_DIR": str(c), "HA_REPOS_DIR": str(tmp_path / "no-mirrors")}  # noqa: E731
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 2}, "env_vars": env(caches[0])})
-    try:
-        for c in caches[1:]:
-            cluster.add_node(num_cpus=1, resources={SLOTS: 2}, env_vars=env(c))
-        cluster.wait_for_nodes()
-        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
-        recs = collect(ts, 2, "oracle", "h0", out=tmp_path / "ray", workers=6, executor="ray", progress_bar=False)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    caches, recs = _on_nodes_without_mirrors(tmp_path, monkeypatch, slots=2,
+                                             run=lambda: collect(ts, 2, "oracle", "h0", out=tmp_path / "ray",
+                                                                 workers=6, executor="ray", progress_bar=False))
     assert sorted((r["instance_id"], r["run"]) for r in recs) == sorted((t.instance_id, k) for t in ts for k in (1, 2))
     assert all(r["resolved"] and not r["mask_sample"] for r in recs), [(r["termination"], r["error"]) for r in recs]
     assert {r["snapshot"] for r in recs} == {"copied"}, [r["snapshot"] for r in recs]
@@ -311,28 +299,16 @@ def test_an_environment_is_built_once_in_the_cluster_and_copied_to_the_other_nod
     as on one machine."""
     import dataclasses
 
-    ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    from ha_agents.runs.ray_cluster import SLOTS
+    if not os.environ.get("CI"):
+        pytest.importorskip("ray")
     from ha_envs.provision.artifacts import env_dest, env_origin
 
     ts = [dataclasses.replace(real_task, instance_id=f"acme__calc-{i}") for i in (1, 2, 3)]
     name = env_dest(ts[0])[1].name
     assert {env_dest(t)[1].name for t in ts} == {name}  # one environment for the three
-    (tmp_path / "no-mirrors").mkdir()
-    caches = [tmp_path / f"node{i}" for i in range(3)]
-    env = lambda c: {"HA_CACHE_DIR": str(c), "HA_REPOS_DIR": str(tmp_path / "no-mirrors")}  # noqa: E731
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 1}, "env_vars": env(caches[0])})
-    try:
-        for c in caches[1:]:
-            cluster.add_node(num_cpus=1, resources={SLOTS: 1}, env_vars=env(c))
-        cluster.wait_for_nodes()
-        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
-        recs = collect(ts, 1, "oracle", "h0", out=tmp_path / "ray", workers=3, executor="ray", progress_bar=False)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    caches, recs = _on_nodes_without_mirrors(tmp_path, monkeypatch, slots=1,
+                                             run=lambda: collect(ts, 1, "oracle", "h0", out=tmp_path / "ray",
+                                                                 workers=3, executor="ray", progress_bar=False))
     assert all(r["resolved"] and not r["mask_sample"] for r in recs), [(r["env_cache"], r["termination"], r["error"])
                                                                        for r in recs]
     assert len({r["node"] for r in recs}) == 3  # one group per node (one slot each)
@@ -340,3 +316,27 @@ def test_an_environment_is_built_once_in_the_cluster_and_copied_to_the_other_nod
     origins = sorted(env_origin(c / "envs" / name) for c in caches)
     assert origins == ["built", "copied", "copied"]  # built once in the cluster
     assert env_origin(cache_root() / "envs" / name) == "copied"  # published to the driver's cache
+
+
+def _on_nodes_without_mirrors(tmp_path, monkeypatch, slots, run):
+    """``run()`` against a 3-node ``ray.cluster_utils.Cluster`` whose nodes each have a cache of their
+    own and no repository mirror (HA_CACHE_DIR and HA_REPOS_DIR through each node's environment);
+    returns (the nodes' cache directories, what ``run`` returned)."""
+    from ray.cluster_utils import Cluster
+
+    from ha_agents.runs.ray_cluster import SLOTS
+
+    (tmp_path / "no-mirrors").mkdir()
+    caches = [tmp_path / f"node{i}" for i in range(3)]
+    env = lambda c: {"HA_CACHE_DIR": str(c), "HA_REPOS_DIR": str(tmp_path / "no-mirrors")}  # noqa: E731
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "resources": {SLOTS: slots}, "env_vars": env(caches[0])})
+    try:
+        for c in caches[1:]:
+            cluster.add_node(num_cpus=1, resources={SLOTS: slots}, env_vars=env(c))
+        cluster.wait_for_nodes()
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        return caches, run()
+    finally:
+        __import__("ray").shutdown()
+        cluster.shutdown()
