@@ -124,7 +124,8 @@ def parse_patch(text: str) -> Patch:
 
 
 def _name(item: Any) -> str | None:
-    return item if isinstance(item, str) else item.get("name") if isinstance(item, dict) else None
+    name = item.get("name") if isinstance(item, dict) else item
+    return name if isinstance(name, str) else None  # a model may write anything there (a mapping, a list)
 
 
 def _index(items: list[Any], name: str) -> int | None:

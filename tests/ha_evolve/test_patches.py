@@ -110,3 +110,19 @@ def test_a_patch_adds_a_code_hook_and_a_bad_one_is_refused_with_its_reason():
     bad = good.replace("return {", "import os\\n    return {")
     with pytest.raises(PatchError, match="code may not use imports"):
         apply_patch(load_spec("h0"), parse_patch(bad))
+
+
+def test_a_patch_whose_names_are_not_text_is_refused_not_a_crash():
+    """Model text can put a mapping or a list where a name goes (seen from the tiny engineer during
+    evaluation: it crashed the env's step): the patch's points still read, and applying it is a
+    PatchError with the reason, as for any other invalid patch."""
+    from ha_envs.harness import load_spec
+    from ha_evolve.patches import PatchError, apply_patch, parse_patch
+
+    for text in ("<patch>ops: [{op: add_hook, hook: {name: {point: pre_action}}}]</patch>",
+                 "<patch>ops: [{op: remove_hook, name: [a, b]}]</patch>",
+                 "<patch>ops: [{op: replace_hook, name: {x: 1}, hook: {name: [1]}}]</patch>"):
+        patch = parse_patch(text)
+        assert patch.points == ["?"]
+        with pytest.raises(PatchError, match="needs a name|has no hook"):
+            apply_patch(load_spec("h0"), patch)
