@@ -167,7 +167,7 @@ def main() -> None:
     from ha_agents.runs.rollouts import collect
     from ha_envs.loaders import load_suite
 
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # the nodes' caches: absolute (a Ray worker has its own working directory)
     out.mkdir(parents=True, exist_ok=True)
     caches = out / "caches"
     args.extra_cache = caches / "node-new"

@@ -62,7 +62,9 @@ class Snapshot:
 
 
 def cache_root() -> Path:
-    root = Path(os.environ.get("HA_CACHE_DIR", Path.home() / ".cache" / "harnessadapt"))
+    """``$HA_CACHE_DIR`` (default ``~/.cache/harnessadapt``), made absolute: a relative one is taken
+    from this process's working directory (sandboxes bind the cache's paths from elsewhere)."""
+    root = Path(os.environ.get("HA_CACHE_DIR") or Path.home() / ".cache" / "harnessadapt").expanduser().absolute()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -452,6 +452,11 @@ class LocalSandbox:
                     # our own helper scripts neither kill themselves nor exit 137, and nothing of the
                     # agent's shares their namespace: bwrap (or its pid 1) was killed from this host
                     raise SandboxError(f"a sandbox helper was killed from outside (status {proc.returncode})")
+                if self.isolated and proc.returncode == 1 and err.startswith(b"bwrap: "):
+                    # bwrap itself could not set the sandbox up (a bind's source gone, ...): nothing
+                    # of the helper ran, so its failure is not the work copy's (a diff that failed
+                    # so was graded as the agent's empty patch)
+                    raise SandboxError(f"the sandbox could not start a helper: {err.decode(errors='replace').strip()[:500]}")
                 return proc.returncode, out, err
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)  # its own session: the helper and all it started

@@ -345,3 +345,30 @@ def test_a_helper_killed_from_outside_is_an_infrastructure_error(sbx, inner):
     with pytest.raises(SandboxError, match="killed from outside"):
         sbx._oneoff(f": {tag}; sleep 30")
     assert sbx.run("echo still here").output == "still here\n"  # the agent's shell is untouched
+
+
+def test_a_helper_bwrap_cannot_set_up_is_an_infrastructure_error(sbx, tmp_path):
+    """bwrap failing before the helper runs (a bind whose source is gone, as a relative cache path
+    gave from the helper's working directory): SandboxError, never a diff failure graded as the
+    agent's empty patch; a diff at submit that meets it is masked."""
+    require_bwrap()
+    with pytest.raises(SandboxError, match="could not start a helper: bwrap: "):
+        sbx._oneoff("true", binds=[(str(tmp_path / "gone"), "/ha-gone")])
+    assert sbx.run("echo still here").output == "still here\n"
+
+
+def test_a_relative_cache_directory_is_taken_from_the_working_directory(tmp_path, monkeypatch):
+    """HA_CACHE_DIR=cache (relative): the cache is made absolute from this process's working directory,
+    so the sandbox's helpers (whose working directory is the work copy) find its snapshot; the oracle
+    is graded resolved (a relative cache once made every diff fail, graded as the agent's 0)."""
+    from ha_agents.episode import run_episode
+    from ha_envs.loaders import load_suite
+    from ha_envs.provision.workcopy import cache_root
+
+    require_bwrap()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HA_CACHE_DIR", "relcache")
+    assert cache_root() == tmp_path / "relcache"
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__semver_ranges")
+    rec = run_episode(task, "oracle", "h0")
+    assert rec["resolved"] and not rec["mask_sample"], (rec["termination"], rec["grade"].get("error"))
