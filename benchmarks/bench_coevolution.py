@@ -249,13 +249,16 @@ def main() -> None:
     ap.add_argument("--evolve-every", type=int, default=2)
     ap.add_argument("--evolve-rounds", type=int, default=1)
     ap.add_argument("--group-size", type=int, default=4)
-    ap.add_argument("--evolve-group-size", type=int, default=8,
-                    help="samples per task on each side of the gate: with 5 tasks the paired rule at 0.95 needs every "
-                         "task to move, so a side needs enough samples per task to show a rise")
+    ap.add_argument("--evolve-group-size", type=int, default=16,
+                    help="samples per task on each side of the gate: with 5 tasks the paired rule at 0.9 needs four "
+                         "tasks to move and none to fall, so a side needs enough samples per task to show a rise "
+                         "(at 8, a task the policy fixes one time in five shows none on either side 17%% of the time)")
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--level", type=float, default=0.9,
                     help="the paired gate's confidence: at 0.95 five tasks must all rise (p = 1/32); at 0.9, four")
-    ap.add_argument("--eval-runs", type=int, default=4)
+    ap.add_argument("--eval-runs", type=int, default=8,
+                    help="evaluation runs per task and arm: a unit (task, seed) that fixes a task now and then needs "
+                         "enough runs to show it (at 4, most units of every arm read 0)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--eval-train", action="store_true",
                     help="also evaluate every arm's final pair on the training tasks (same seeds), compared alike")
