@@ -253,6 +253,20 @@ def test_deleted_tree_is_graded_not_masked(kind):
     assert grade["status"] in ("unresolved", "patch_failed")
 
 
+def test_breaking_the_work_copys_mount_is_graded_not_masked(kind):
+    """A policy that fails would rather be masked (left out of training) than graded 0: it tries to
+    make the grader's own helpers fail to start (a helper whose sandbox cannot be set up is an
+    infrastructure fault, masked) by removing, renaming or replacing its work copy's mount point.
+    Whatever of it works, the episode is graded, never masked."""
+    reward, info, out = episode(kind, ['here=$PWD; cd / && rm -rf "$here" ; rmdir "$here"; mv "$here" /tmp/gone;'
+                                       ' ln -s /nonexistent "$here"; ls -ld "$here" /tmp/gone; echo TRIED'])
+    assert "TRIED" in out[0]
+    grade = assert_no_reward(reward, info)
+    # Docker: the work copy is the container's own directory, so the agent can replace it and the
+    # diff then fails: the agent's doing, graded as its empty patch
+    assert info["mask_sample"] is False and grade["status"] in ("unresolved", "patch_failed", "diff_failed"), grade
+
+
 def test_killing_the_shell_is_the_agents_doing(kind):
     reward, info, out = episode(kind, ["kill -9 $$", "echo still-here", *_gold_commands()])
     assert "still-here" in out[1]
