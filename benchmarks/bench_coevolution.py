@@ -253,7 +253,9 @@ def main() -> None:
                     help="samples per task on each side of the gate: with 5 tasks the paired rule at 0.9 needs four "
                          "tasks to move and none to fall, so a side needs enough samples per task to show a rise "
                          "(at 8, a task the policy fixes one time in five shows none on either side 17%% of the time)")
-    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--lr", type=float, default=1e-4,
+                    help="GRPO's step (only the co-evolution arm ever updates: GRPO on train-h0 has no signal, "
+                         "evolution freezes the policy); at 5e-4 co-evolution collapsed into format errors")
     ap.add_argument("--level", type=float, default=0.9,
                     help="the paired gate's confidence: at 0.95 five tasks must all rise (p = 1/32); at 0.9, four")
     ap.add_argument("--eval-runs", type=int, default=8,
