@@ -41,12 +41,15 @@ def _words(names: list[str]) -> list[str]:
 
 
 def _name(kind: str, existing: list[str], taken: set[str], rng: random.Random) -> str:
-    pool = _words(existing) + [w for w in _GENERIC if rng.random() < 0.5]
+    own = _words(existing)
+    pool = own + [w for w in _GENERIC if rng.random() < 0.5]
     pool = list(dict.fromkeys(pool)) or list(_GENERIC)
     while True:
         words = [rng.choice(pool) for _ in range(rng.randint(3, 5))]
         if len(set(words)) < len(words):
             continue
+        if own and not set(words) & set(own):
+            continue  # a name of generic words only would stand out among the file's own tests
         if kind in ("pytest", "unittest"):
             name = "test_" + "_".join(words)
         elif kind == "go":
