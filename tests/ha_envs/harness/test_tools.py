@@ -101,10 +101,11 @@ def test_view_diff_uses_its_own_index(drive):
 
 def test_run_check_caps_time(drive):
     from tests.ha_envs.harness.conftest import spec_with
-    d = drive(spec_with(tools=("bash", ("run_check", {"timeout_s": 1.0}), "submit")))
-    out = d.text("run_check", command="sleep 5; echo never")
-    assert "run_check stops commands after 1 s" in out and "never" not in out
-    assert "<returncode>0</returncode>" in d.text("run_check", command="python -c 'print(42)'")
+    d = drive(spec_with(tools=("bash", ("run_check", {"timeout_s": 3.0}), "submit")))
+    out = d.text("run_check", command="sleep 30; echo never")
+    assert "run_check stops commands after 3 s" in out and "never" not in out
+    # a quick command is not stopped (a shell builtin: a loaded CI machine starts python slowly)
+    assert "<returncode>0</returncode>" in d.text("run_check", command="echo 42")
 
 
 def test_run_tests_selects_relevant_tests_python(drive):
