@@ -62,6 +62,10 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--save-every", type=int, default=1)
     p.add_argument("--out", default="runs/train")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--optimizer-from", default=None, metavar="CHECKPOINT",
+                   help="local: start a new run with the optimizer state (AdamW moments) of a checkpoint directory "
+                        "(its trainer.pt), usually the one whose weights --model points at (CHECKPOINT/model); "
+                        "default: a fresh optimizer")
     p.add_argument("--no-progress", action="store_true")
     e = p.add_argument_group("harness evolution between epochs (local backend)")
     e.add_argument("--evolve", action="store_true", help="at the start of every epoch (--evolve-every updates) evolve "
@@ -128,6 +132,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.freeze_policy:
             raise ValueError("--freeze-policy is a local-backend measurement (rollouts without updates); with verl, "
                              "evaluate the model with ha eval instead")
+        if args.optimizer_from:
+            raise ValueError("--optimizer-from reads a local-backend checkpoint (trainer.pt); verl restores its own "
+                             "optimizer state from its checkpoints (trainer.resume_mode)")
         if args.pool_k:
             raise ValueError("--pool-k samples the initial policy, which --backend verl does not run here: build the "
                              "pool with ha eval (or --backend local) and pass the kept tasks with --instances")
@@ -163,6 +170,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                          loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef))
     trainer = LocalTrainer(model, config)
     check_context(trainer.token_mode, tasks[0], spec)
+    _start_optimizer(trainer, args, model)
     ledger = RolloutLedger()
     if args.exclude_benchmark or args.pool_k:
         evaluation = []
@@ -219,6 +227,23 @@ def cmd_train(args: argparse.Namespace) -> int:
           f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
           f"--harness {out / 'checkpoint' / 'harness.yaml'})")
     return 0
+
+
+def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> None:
+    """``--optimizer-from``: continue a checkpoint's AdamW moments in this new run; without it, say
+    so when the weights come from a checkpoint whose optimizer state lies beside them."""
+    if args.resume:
+        if args.optimizer_from:
+            print(f"--optimizer-from {args.optimizer_from}: not read, --resume continues {args.out}/checkpoint's "
+                  "own optimizer state", file=sys.stderr)
+        return
+    if args.optimizer_from:
+        blob = trainer.load_optimizer(Path(args.optimizer_from))
+        print(f"optimizer: continued from {args.optimizer_from} (its step {int(blob.get('step', 0))}); "
+              f"learning rate {args.lr:g}", file=sys.stderr)
+    elif (model.parent / "trainer.pt").is_file():
+        print(f"optimizer: fresh (the checkpoint's own state, {model.parent / 'trainer.pt'}, is not read; "
+              f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
 
 
 def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> Any:

@@ -212,13 +212,40 @@ class LocalTrainer:
         tied = set(getattr(self.model, "_tied_weights_keys", None) or [])
         if unexpected or [k for k in missing if k not in tied and not _tied(self.model, k)]:
             raise ValueError(f"{path}: the checkpoint does not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
-        blob = torch.load(path / "trainer.pt", weights_only=False)
-        self.optimizer.load_state_dict(blob["optimizer"])
-        self._set_lr(self.config.lr)  # the learning rate is this run's (a resume may change it)
+        blob = self.load_optimizer(path)
         self.step = int(blob["step"])
         torch.set_rng_state(blob["torch_rng"])
         random.setstate(blob["python_rng"])
         np.random.set_state(blob["numpy_rng"])
+
+    def load_optimizer(self, path: str | Path) -> dict[str, Any]:
+        """Continue the optimizer state (AdamW's moments and their step counts) saved in checkpoint
+        ``path`` (its ``trainer.pt``), for a new run that starts from that checkpoint's weights: a
+        fresh state's first steps move every weight by about ``lr`` whatever its gradient's scale.
+        The learning rate stays this run's. Returns the saved blob. Raises ``ValueError`` when the
+        file is missing, unreadable, or holds the state of another model's parameters."""
+        torch = self.torch
+        path = Path(path)
+        file = path / "trainer.pt"
+        if not file.is_file():
+            raise ValueError(f"{path}: no trainer.pt (the optimizer state a local-backend checkpoint holds)")
+        try:
+            blob = torch.load(file, weights_only=False)
+            state = blob["optimizer"]
+        except Exception as exc:  # a truncated or foreign file: say which, lose nothing
+            raise ValueError(f"{file}: not a readable optimizer checkpoint ({type(exc).__name__}: {exc})") from exc
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        saved = [i for g in state.get("param_groups", []) for i in g["params"]]
+        if len(saved) != len(params):
+            raise ValueError(f"{file}: the optimizer state holds {len(saved)} parameters, this model has {len(params)}")
+        for i, p in zip(saved, params):
+            moment = state["state"].get(i, {}).get("exp_avg")
+            if moment is not None and tuple(moment.shape) != tuple(p.shape):
+                raise ValueError(f"{file}: the optimizer state of parameter {i} has shape {tuple(moment.shape)}, "
+                                 f"this model's has {tuple(p.shape)} (a checkpoint of another model?)")
+        self.optimizer.load_state_dict(state)
+        self._set_lr(self.config.lr)  # the learning rate is this run's (a resume may change it)
+        return blob
 
     # -- internals -----------------------------------------------------------------------------
     def _micro_batches(self, samples: list[Sample]) -> list[list[Sample]]:

@@ -266,3 +266,68 @@ def test_warm_start_with_habits_then_a_frozen_policy(tmp_path):
     [row] = _metrics(frozen)
     assert row["rollouts"] == 2 and row["skipped"] == 1.0 and "loss" not in row
     assert digest(frozen / "checkpoint" / "model") == before
+
+
+def test_optimizer_from_continues_a_checkpoints_moments(tmp_path, warm_model):
+    """`--optimizer-from CKPT`: a new run from CKPT's weights starts with CKPT's AdamW moments (a
+    fresh state's first steps move every weight by about lr whatever its gradient); without it the
+    run says its optimizer is fresh and where the checkpoint's state lies."""
+    import torch
+
+    ckpt = warm_model.parent
+    saved = torch.load(ckpt / "trainer.pt", weights_only=False)["optimizer"]
+    assert saved["state"]  # the warm start stepped
+
+    def run(out: Path, *extra: str) -> str:
+        p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(warm_model), "--harness", "train-edit",
+                 "--updates", "0", "--lr", "1e-4", "--max-new-tokens", "48", "--context-tokens", "8192",
+                 "--no-progress", "--out", str(out), *extra)
+        log, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, log
+        return log
+
+    log = run(tmp_path / "cont", "--optimizer-from", str(ckpt))
+    assert f"optimizer: continued from {ckpt}" in log and "learning rate 0.0001" in log
+    cont = torch.load(tmp_path / "cont" / "checkpoint" / "trainer.pt", weights_only=False)["optimizer"]
+    assert cont["state"].keys() == saved["state"].keys()
+    for i, s in saved["state"].items():
+        assert torch.equal(cont["state"][i]["exp_avg_sq"], s["exp_avg_sq"]) and float(cont["state"][i]["step"]) == float(s["step"])
+    assert all(g["lr"] == 1e-4 for g in cont["param_groups"])  # the learning rate is this run's
+
+    log = run(tmp_path / "fresh")
+    assert f"optimizer: fresh (the checkpoint's own state, {ckpt / 'trainer.pt'}, is not read" in log
+    assert not torch.load(tmp_path / "fresh" / "checkpoint" / "trainer.pt", weights_only=False)["optimizer"]["state"]
+
+
+def test_optimizer_from_refuses_what_does_not_fit(tmp_path, warm_model, capsys):
+    from ha_agents.train.local import LocalConfig, LocalTrainer
+    from ha_agents.train.models import init_model
+    from ha_cli.main import main
+
+    other = init_model(tmp_path / "other", "qwen", hidden=32, layers=2, heads=4, seed=1)
+    tr = LocalTrainer(other, LocalConfig(context_tokens=2048))
+    tr.sft([tr_sample(tr)], epochs=1, lr=1e-3)
+    tr.save(tmp_path / "other-ckpt")
+    base = ["train", "--suite", "mini", "--instances", TASK, "--model", str(warm_model), "--updates", "0",
+            "--context-tokens", "8192", "--no-progress"]
+    assert main([*base, "--optimizer-from", str(tmp_path / "other-ckpt"), "--out", str(tmp_path / "a")]) == 2
+    assert "a checkpoint of another model?" in capsys.readouterr().err
+    assert main([*base, "--optimizer-from", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")]) == 2
+    assert "no trainer.pt" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "trainer.pt").write_bytes((warm_model.parent / "trainer.pt").read_bytes()[:300])  # truncated
+    assert main([*base, "--optimizer-from", str(broken), "--out", str(tmp_path / "c")]) == 2
+    assert "not a readable optimizer checkpoint" in capsys.readouterr().err
+    assert main([*base, "--backend", "verl", "--dry-run", "--optimizer-from", str(warm_model.parent),
+                 "--out", str(tmp_path / "d")]) == 2
+    assert "verl restores its own optimizer state" in capsys.readouterr().err
+
+
+def tr_sample(trainer):
+    """One supervised sample of a few tokens (enough for an optimizer step)."""
+    from ha_agents.train.base import Sample
+
+    ids = trainer.tokenizer("def f():\n    return 1\n")["input_ids"]
+    return Sample(token_ids=list(ids), loss_mask=[0] + [1] * (len(ids) - 1), logprobs=[None] + [0.0] * (len(ids) - 1),
+                  reward=1.0, advantage=1.0, group="g")
