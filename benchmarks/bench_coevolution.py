@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> dict:
     model = warm / "checkpoint" / "model"
     train_flags = ["--instances", *args.train, "--tasks-per-update", str(len(args.train)),
                    "--group-size", str(args.group_size), "--updates", str(args.updates), "--lr", str(args.lr),
-                   "--temperature", "1", "--workers", str(args.workers), "--no-progress", *MODEL_FLAGS]
+                   "--temperature", "1", "--workers", str(args.workers), "--no-progress", *MODEL_FLAGS,
+                   *(["--optimizer-from", str(warm / "checkpoint")] if args.optimizer_from_warm else [])]
     evolve_flags = ["--evolve", "--evolve-every", str(args.evolve_every), "--evolve-rounds", str(args.evolve_rounds),
                     "--evolve-group-size", str(args.evolve_group_size), "--proposer", "rule", "--level", str(args.level)]
     steps: list[tuple[Path, list[str], Path]] = [
@@ -140,7 +141,8 @@ def summarise(out: Path, args: argparse.Namespace) -> dict:
     from ha_agents.runs.compare import compare
 
     seeds = args.seeds
-    res: dict = {"train": args.train, "heldout": args.heldout, "seeds": seeds, "arms": {}, "compare": {}}
+    res: dict = {"train": args.train, "heldout": args.heldout, "seeds": seeds, "arms": {}, "compare": {},
+                 "settings": {k: v for k, v in vars(args).items() if k not in ("plan", "out")}}
     for arm in ("start",) + ARMS:
         held = [json.loads((out / f"seed-{s}" / f"eval-{arm}" / "summary.json").read_text()) for s in seeds]
         per_seed = [pass_rate(out / f"seed-{s}" / f"eval-{arm}") for s in seeds]
@@ -232,7 +234,8 @@ def figure(res: dict, path: Path, args: argparse.Namespace) -> None:
         ax.set_ylim(-0.05, 1.05)
     axes[0].legend()
     fig.suptitle("GRPO (harness frozen) vs evolution (policy frozen) vs co-evolution; "
-                 f"{len(res['seeds'])} seeds, tiny model, CPU")
+                 f"{len(res['seeds'])} seeds, tiny model, CPU; GRPO lr {args.lr:g}"
+                 + (", warm start's optimizer continued" if args.optimizer_from_warm else ""))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -256,6 +259,9 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4,
                     help="GRPO's step (only the co-evolution arm ever updates: GRPO on train-h0 has no signal, "
                          "evolution freezes the policy); at 5e-4 co-evolution collapsed into format errors")
+    ap.add_argument("--optimizer-from-warm", action="store_true",
+                    help="every arm's training continues the warm start's AdamW moments (ha train --optimizer-from) "
+                         "instead of a fresh optimizer")
     ap.add_argument("--level", type=float, default=0.9,
                     help="the paired gate's confidence: at 0.95 five tasks must all rise (p = 1/32); at 0.9, four")
     ap.add_argument("--eval-runs", type=int, default=8,
