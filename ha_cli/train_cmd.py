@@ -239,7 +239,8 @@ def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> Non
         return
     if args.optimizer_from:
         blob = trainer.load_optimizer(Path(args.optimizer_from))
-        print(f"optimizer: continued from {args.optimizer_from} (its step {int(blob.get('step', 0))}); "
+        steps = max((float(s.get("step", 0)) for s in blob["optimizer"]["state"].values()), default=0)
+        print(f"optimizer: continued from {args.optimizer_from} (AdamW moments of {steps:.0f} optimizer steps); "
               f"learning rate {args.lr:g}", file=sys.stderr)
     elif (model.parent / "trainer.pt").is_file():
         print(f"optimizer: fresh (the checkpoint's own state, {model.parent / 'trainer.pt'}, is not read; "
@@ -287,10 +288,11 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
                                      workers=args.workers, env_placement=args.env_placement, seed=args.seed,
                                      **gate_config(args)),
                         token_mode=trainer.token_mode, skills=skills,
-                        progress=lambda t: print(t, file=sys.stderr, flush=True))
+                        progress=lambda t: print(t, file=sys.stderr, flush=True),
+                        # the weights are the same exactly when the update count is (--freeze-policy: always)
+                        policy_version=f"{args.model}@update-{trainer.step}" if hasattr(trainer, "step") else None)
         new = evo.run()
-        n = sum(sum((r.get("rollouts") or {}).values()) for r in evo.log.records
-                if r.get("kind") == "proposal" and r.get("epoch") == epoch)
+        n = sum(r.get("rollouts_run", 0) for r in evo.log.records if r.get("kind") == "round" and r.get("epoch") == epoch)
         print(f"epoch {epoch}: harness {spec.name} ({spec.hash}) -> {new.name} ({new.hash}); {n} comparison rollouts",
               file=sys.stderr, flush=True)
         return new, n, skills

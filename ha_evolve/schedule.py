@@ -16,12 +16,19 @@ The schedule stops early only when the proposer has nothing left to propose (``P
 a round without a valid candidate is logged and the next round runs.
 
 Every proposal goes to an append-only JSONL log (``evolution.jsonl``) with its lineage, and every
-spec the run met to ``specs/<hash>.yaml``; rollouts go to ``rollouts/<hash>/r<round>/``. A rerun with
-the same directory resumes: finished rounds are read back, finished rollouts are not repeated.
+spec the run met to ``specs/<hash>.yaml``; rollouts go to ``rollouts/<hash>/e<epoch>r<round>/``. A rerun
+with the same directory resumes: finished rounds are read back, finished rollouts are not repeated.
+
+Rollouts are reused across epochs only when they would be the same draw: the caller names the
+policy's weights (``policy_version``: ``ha train`` passes its update count, which a frozen policy
+never moves) and an earlier epoch ran the same harness on the same tasks, group size, seeds,
+skills and sampling with those weights, none of its episodes masked. The log says which were reused
+(``reused``) and counts only the rollouts that ran (``rollouts`` of each round record).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +39,8 @@ from ha_agents.train.grpo import Rollout, rates
 from ha_agents.records.log import JsonlLog
 from ha_agents.episode import EpisodeConfig
 from ha_agents.runs.rollouts import collect
+from ha_agents.records.episode_record import classify
+from ha_envs.grading.grader import GRADER_VERSION
 from ha_envs.harness import HarnessSpec, diff, load_spec
 from ha_envs.task import Task
 
@@ -121,11 +130,13 @@ class Evolution:
                  proposer: Proposer, config: EvolveConfig = EvolveConfig(),
                  smoke_task: Task | None = None, env_kwargs: dict[str, Any] | None = None,
                  progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None,
-                 token_mode: Any = None, model_options: Any = None) -> None:
+                 token_mode: Any = None, model_options: Any = None, policy_version: str | None = None) -> None:
         """``agent``: a model spec, or (threads) a client object such as a trainer's in-process policy;
         ``token_mode``: run comparisons token-faithfully (as training does); ``skills``: instance id ->
         skill, shown alike to both sides of every comparison; ``model_options``: sampling (temperature,
-        top-p, ...) of a model spec's client, alike on both sides (the seeds are the round's)."""
+        top-p, ...) of a model spec's client, alike on both sides (the seeds are the round's);
+        ``policy_version``: names the agent's weights, the same exactly when they are (None: they may
+        change unseen, nothing is reused); an earlier epoch's rollouts of the same draw are reused."""
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.tasks, self.agent, self.proposer = tasks, agent, proposer
@@ -135,6 +146,9 @@ class Evolution:
         self.skills = dict(skills or {})
         self.token_mode = token_mode
         self.model_options = model_options
+        self.policy_version = policy_version
+        self.ran = 0
+        """Rollouts this object ran (reused ones not counted)."""
         self.say = progress or (lambda text: log.info("%s", text))
         self.log = JsonlLog(self.out / "evolution.jsonl")
         self.current = load_spec(start)
@@ -151,13 +165,54 @@ class Evolution:
         if not path.exists():
             spec.save(path)
 
-    def _rollouts(self, spec: HarnessSpec, rnd: int) -> list[dict[str, Any]]:
+    def _rollouts(self, spec: HarnessSpec, rnd: int) -> tuple[list[dict[str, Any]], str | None]:
+        """The round's rollouts of ``spec``, and the directory they were reused from (None: run here)."""
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
+        seed = self.config.seed * 1000 + rnd
+        key = self._draw_key(spec, seed)
+        if key is not None and not (out / "trajectories.jsonl").exists():
+            earlier = self._same_draw(spec, key)
+            if earlier is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "reused.json").write_text(json.dumps({"from": str(earlier), "key": key}, indent=1))
+                return self._records(earlier), str(earlier)
         episodes = EpisodeConfig.create(spec, sandbox=self.config.sandbox, env_options=self.env_kwargs,
-                                        token_mode=self.token_mode, seed=self.config.seed * 1000 + rnd,
+                                        token_mode=self.token_mode, seed=seed,
                                         model_options=self.model_options, env_placement=self.config.env_placement)
-        return collect(self.tasks, self.config.group_size, self.agent, episodes, out=out, workers=self.config.workers,
-                       executor=self.config.executor, progress_bar=False, skills=self.skills)
+        before = len(self._records(out)) if (out / "trajectories.jsonl").exists() else 0
+        records = collect(self.tasks, self.config.group_size, self.agent, episodes, out=out, workers=self.config.workers,
+                          executor=self.config.executor, progress_bar=False, skills=self.skills)
+        self.ran += len(records) - before
+        if key is not None:
+            (out / "draw.json").write_text(json.dumps(key, indent=1))
+        return records, None
+
+    def _draw_key(self, spec: HarnessSpec, seed: int) -> dict[str, Any] | None:
+        """What makes two batches of rollouts the same draw; None when the weights are not named."""
+        if self.policy_version is None:
+            return None
+        return {"policy": self.policy_version, "harness": spec.hash, "seed": seed, "group_size": self.config.group_size,
+                "tasks": sorted(t.instance_id for t in self.tasks), "skills": self.skills,
+                "sampling": repr(self.model_options), "tokens": repr(self.token_mode), "sandbox": self.config.sandbox,
+                "env": json.dumps(self.env_kwargs, sort_keys=True, default=str), "grader": GRADER_VERSION}
+
+    def _same_draw(self, spec: HarnessSpec, key: dict[str, Any]) -> Path | None:
+        """An earlier epoch's finished batch of exactly this draw, none of its episodes masked."""
+        for marker in sorted((self.out / "rollouts" / spec.hash).glob("*/draw.json")):
+            try:
+                if json.loads(marker.read_text()) != key:
+                    continue
+            except ValueError:
+                continue
+            records = self._records(marker.parent)
+            if len(records) == len(self.tasks) * self.config.group_size and not any(classify(r).masked for r in records):
+                return marker.parent
+        return None
+
+    def _records(self, d: Path) -> list[dict[str, Any]]:
+        ids = {t.instance_id for t in self.tasks}
+        return [r for r in JsonlLog(d / "trajectories.jsonl").records
+                if r["instance_id"] in ids and int(r["run"]) <= self.config.group_size]
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}
@@ -190,10 +245,12 @@ class Evolution:
         cfg = self.config
         t0 = time.monotonic()
         parent = self.current
-        current_records = self._rollouts(parent, rnd)
+        ran = self.ran
+        current_records, cur_reused = self._rollouts(parent, rnd)
         cur_rates = _rates(current_records)
         self.say(f"round {rnd}: current {parent.name} ({parent.hash}) pass {cur_rates['pass_rate']:.3f} "
-                 f"trainable {cur_rates['trainable_rate']:.3f} over {cur_rates['n_rollouts']} rollouts")
+                 f"trainable {cur_rates['trainable_rate']:.3f} over {cur_rates['n_rollouts']} rollouts"
+                 + (f" (reused from {Path(cur_reused).name}: the same weights, harness and seeds)" if cur_reused else ""))
         valid = invalid = 0
         accepted = None
         exhausted = False
@@ -220,13 +277,15 @@ class Evolution:
                 "diff": diff(parent, proposal.candidate) if proposal.candidate is not None and check.stage != "schema" else [],
                 "diagnosis": proposal.diagnosis, "validation": asdict(check), "current_rates": cur_rates,
                 "rollouts": {"current": len(current_records), "candidate": 0, "smoke": 1 if check.stage in ("smoke", "passed") else 0},
+                "reused": {"current": cur_reused, "candidate": None},
                 "exhausted": exhausted,
             }
+            self.ran += entry["rollouts"]["smoke"]
             if proposal.candidate is not None and check.ok:
                 valid += 1
                 cand = proposal.candidate
                 self._save(cand)
-                cand_records = self._rollouts(cand, rnd)
+                cand_records, entry["reused"]["candidate"] = self._rollouts(cand, rnd)
                 entry["candidate_rates"] = _rates(cand_records)
                 entry["rollouts"]["candidate"] = len(cand_records)
                 entry.update(self._decide(current_records, cand_records))
@@ -250,7 +309,8 @@ class Evolution:
         stop = exhausted and accepted is None
         self.log.append({"kind": "round", "epoch": cfg.epoch, "round": rnd, "current_before": parent.hash,
                          "current_after": self.current.hash, "accepted": accepted is not None, "valid": valid,
-                         "invalid": invalid, "stop": stop, "seconds": round(time.monotonic() - t0, 2)})
+                         "invalid": invalid, "stop": stop, "rollouts_run": self.ran - ran,
+                         "seconds": round(time.monotonic() - t0, 2)})
         return stop
 
     def _decide(self, current: list[dict[str, Any]], candidate: list[dict[str, Any]]) -> dict[str, Any]:
@@ -288,7 +348,7 @@ class Evolution:
                     out.append({"component": f"{kind} {c.name}", "error": str(exc)})
                     continue
                 self._save(spec)
-                rep = _rates(self._rollouts(spec, rnd))
+                rep = _rates(self._rollouts(spec, rnd)[0])
                 out.append({"component": f"{kind} {c.name}", "hash": spec.hash,
                             "pass_drop": full["pass_rate"] - rep["pass_rate"],
                             "trainable_drop": full["trainable_rate"] - rep["trainable_rate"]})

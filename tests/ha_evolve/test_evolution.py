@@ -287,3 +287,51 @@ def test_the_budget_rule_retunes_a_list_parameter():
     assert retune.why(trajectory_stats(recs)) is not None
     new = retune.apply(spec, trajectory_stats(recs)).validate()
     assert next(c for c in new.hooks if c.name == "budget_reminder").params["turns_left"] == [20, 6]
+
+
+def _epoch(tmp_path, start, proposer, epoch, version):
+    evo = Evolution(tmp_path / "evo", [SUITE[t] for t in TASKS], "tool_sensitive", start, proposer,
+                    EvolveConfig(rounds=1, group_size=2, workers=2, bootstrap_samples=200, decide_by="gate", epoch=epoch),
+                    policy_version=version)
+    return evo, evo.run()
+
+
+def test_a_frozen_policys_draw_is_reused_across_epochs_and_not_counted(tmp_path, sensitive):
+    """With the weights named (``policy_version``) and unchanged, epoch 2's current side (the harness
+    epoch 1 accepted, same tasks, group size and seeds) is epoch 1's candidate side, read back, not
+    run again; the round says so and counts only what ran. Weights that changed, or an earlier batch
+    with a masked episode, are run again."""
+    cand = with_tool(load_spec("h0"), "run_tests", "think")
+    sensitive.wins = {(A, False): {1}, (A, True): {1}, (B, True): {2}}
+    evo1, final = _epoch(tmp_path, "h0", FixedProposer(cand), 1, "w@update-0")
+    assert final.hash == cand.hash
+    [r1] = [r for r in evo1.log.records if r.get("kind") == "round"]
+    assert r1["rollouts_run"] == 4 + 1 + 4  # current, the smoke episode, candidate
+
+    runs_before = dict(sensitive._counts)
+    evo2, _ = _epoch(tmp_path, cand, FixedProposer(None), 2, "w@update-0")
+    [r2] = [r for r in evo2.log.records if r.get("kind") == "round" and r["epoch"] == 2]
+    [p2] = [r for r in evo2.log.records if r.get("kind") == "proposal" and r["epoch"] == 2]
+    source = tmp_path / "evo" / "rollouts" / cand.hash / "e1r1"
+    assert p2["reused"] == {"current": str(source), "candidate": None} and r2["rollouts_run"] == 0
+    assert sensitive._counts == runs_before  # no episode ran
+    assert p2["current_rates"] == [p for p in evo1.log.records if p.get("kind") == "proposal"][0]["candidate_rates"]
+    assert json.loads((tmp_path / "evo" / "rollouts" / cand.hash / "e2r1" / "reused.json").read_text())["from"] == str(source)
+
+    # the weights changed: run again
+    evo3, _ = _epoch(tmp_path, cand, FixedProposer(None), 3, "w@update-2")
+    [r3] = [r for r in evo3.log.records if r.get("kind") == "round" and r["epoch"] == 3]
+    assert r3["rollouts_run"] == 4
+    # an earlier batch with a masked episode is never reused (e1r1 and e3r1 ran this draw: mask both)
+    for d in ("e1r1", "e3r1"):
+        log = source.parent / d / "trajectories.jsonl"
+        recs = [json.loads(l) for l in log.read_text().splitlines()]
+        recs[0]["mask_sample"] = True
+        log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    evo4, _ = _epoch(tmp_path, cand, FixedProposer(None), 4, "w@update-0")
+    [r4] = [r for r in evo4.log.records if r.get("kind") == "round" and r["epoch"] == 4]
+    assert r4["rollouts_run"] == 4
+    # without a name for the weights nothing is reused
+    evo5, _ = _epoch(tmp_path, cand, FixedProposer(None), 5, None)
+    [r5] = [r for r in evo5.log.records if r.get("kind") == "round" and r["epoch"] == 5]
+    assert r5["rollouts_run"] == 4 and not (source.parent / "e5r1" / "draw.json").exists()

@@ -287,7 +287,8 @@ def test_optimizer_from_continues_a_checkpoints_moments(tmp_path, warm_model):
         return log
 
     log = run(tmp_path / "cont", "--optimizer-from", str(ckpt))
-    assert f"optimizer: continued from {ckpt}" in log and "learning rate 0.0001" in log
+    steps = max(float(s["step"]) for s in saved["state"].values())
+    assert f"optimizer: continued from {ckpt} (AdamW moments of {steps:.0f} optimizer steps); learning rate 0.0001" in log
     cont = torch.load(tmp_path / "cont" / "checkpoint" / "trainer.pt", weights_only=False)["optimizer"]
     assert cont["state"].keys() == saved["state"].keys()
     for i, s in saved["state"].items():
