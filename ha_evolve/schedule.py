@@ -218,12 +218,15 @@ class Evolution:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}
 
     def _tried(self) -> set[str]:
-        """Candidates a proposer must not offer again: every one of this epoch, and earlier epochs'
-        accepted ones. An earlier epoch's rejection may come back: the policy has changed since (the
-        paper's point that the harness must keep evolving), and a 'not enough evidence' then may be
-        evidence now."""
+        """Candidates a proposer must not offer again: every one of this epoch, earlier epochs'
+        accepted ones, and those an earlier epoch judged with these very weights (``policy_version``:
+        the verdict stands; a second look would only be a second chance for noise). Otherwise an
+        earlier epoch's rejection may come back: the policy has changed since (the paper's point that
+        the harness must keep evolving), and a 'not enough evidence' then may be evidence now."""
         return {r["candidate_hash"] for r in self.log.records if r.get("kind") == "proposal" and r.get("candidate_hash")
-                and (r.get("epoch") == self.config.epoch or r.get("accepted"))}
+                and (r.get("epoch") == self.config.epoch or r.get("accepted")
+                     or (self.policy_version is not None and r.get("policy") == self.policy_version
+                         and "accepted" in r and r["validation"]["ok"]))}
 
     # -- the schedule -------------------------------------------------------------------------
     def run(self) -> HarnessSpec:
@@ -272,6 +275,7 @@ class Evolution:
             exhausted = proposal.candidate is None and getattr(proposal, "exhausted", False)
             entry: dict[str, Any] = {
                 "kind": "proposal", "epoch": cfg.epoch, "round": rnd, "k": k, "proposer": proposal.proposer,
+                "policy": self.policy_version,
                 "parent_hash": parent.hash, "candidate_hash": spec_hash(proposal.candidate),
                 "candidate_name": proposal.candidate.name if proposal.candidate else None,
                 "diff": diff(parent, proposal.candidate) if proposal.candidate is not None and check.stage != "schema" else [],

@@ -332,3 +332,28 @@ def tr_sample(trainer):
     ids = trainer.tokenizer("def f():\n    return 1\n")["input_ids"]
     return Sample(token_ids=list(ids), loss_mask=[0] + [1] * (len(ids) - 1), logprobs=[None] + [0.0] * (len(ids) - 1),
                   reward=1.0, advantage=1.0, group="g")
+
+
+def test_evolution_with_the_policy_frozen_does_not_rerun_a_draw(tmp_path):
+    """`ha train --evolve --freeze-policy`: the weights never change, so epoch 2's current side (the
+    harness epoch 1 left, same seeds) is epoch 1's batch read back: logged as reused, not counted."""
+    out = tmp_path / "frozen-evo"
+    p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
+             "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
+             "--max-new-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
+             "--evolve-rounds", "1", "--evolve-group-size", "2", "--freeze-policy", "--no-progress", "--out", str(out))
+    log, _ = p.communicate(timeout=900)
+    assert p.returncode == 0, log
+    evo = [json.loads(l) for l in (out / "evolve" / "evolution.jsonl").read_text().splitlines()]
+    rounds = {e["epoch"]: e for e in evo if e.get("kind") == "round"}
+    first = [e for e in evo if e.get("kind") == "proposal" and e["epoch"] == 2][0]
+    assert first["reused"]["current"] and first["reused"]["current"].endswith(f"{rounds[1]['current_after']}/e1r1")
+    assert "(reused from e1r1: the same weights, harness and seeds)" in log
+    rows = _metrics(out)
+    assert rows[1]["ledger"]["comparison"] - rows[0]["ledger"]["comparison"] == rounds[2]["rollouts_run"]
+    epoch2 = [e for e in evo if e.get("kind") == "proposal" and e["epoch"] == 2]
+    assert rounds[2]["rollouts_run"] == sum(e["rollouts"]["smoke"] + (0 if e["reused"]["candidate"] else e["rollouts"]["candidate"])
+                                            for e in epoch2)  # the current side's episodes did not run again
+    # a candidate epoch 1 judged with these weights is not offered again (the verdict stands)
+    judged = {e["candidate_hash"] for e in evo if e.get("kind") == "proposal" and e["epoch"] == 1 and e["validation"]["ok"]}
+    assert judged and not judged & {e["candidate_hash"] for e in epoch2}
