@@ -36,6 +36,7 @@ from ha_agents.chat.tokens import as_codec
 from ha_agents.episode import TokenMode, episode_seed
 from ha_agents.llm.base import Completion
 from ha_agents.records.log import JsonlLog
+from ha_agents.runs.rollouts import group_records
 from ha_agents.train.base import Sample
 
 from .harness_edit import EngineerBatch, HarnessEditEnv, paired_ci, run_side
@@ -119,8 +120,7 @@ class EngineerSource:
                     continue
                 traj = loop.run(self.env, task=item, seed=episode_seed(seed, item.instance_id, k))
                 log.append(engineer_record(traj.to_dict(), item, k))
-        ids = {i.instance_id for i in items}
-        return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+        return group_records(log.records, items, group_size)
 
     def metrics(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         return summarize(records)

@@ -38,7 +38,7 @@ from typing import Any, Callable
 from ha_agents.train.grpo import Rollout, rates
 from ha_agents.records.log import JsonlLog
 from ha_agents.episode import EpisodeConfig
-from ha_agents.runs.rollouts import collect
+from ha_agents.runs.rollouts import collect, group_records
 from ha_agents.records.episode_record import classify
 from ha_envs.grading.grader import GRADER_VERSION
 from ha_envs.harness import HarnessSpec, diff, load_spec
@@ -179,10 +179,11 @@ class Evolution:
         episodes = EpisodeConfig.create(spec, sandbox=self.config.sandbox, env_options=self.env_kwargs,
                                         token_mode=self.token_mode, seed=seed,
                                         model_options=self.model_options, env_placement=self.config.env_placement)
-        before = len(self._records(out)) if (out / "trajectories.jsonl").exists() else 0
+        def count(_: dict[str, Any]) -> None:
+            self.ran += 1
+
         records = collect(self.tasks, self.config.group_size, self.agent, episodes, out=out, workers=self.config.workers,
-                          executor=self.config.executor, progress_bar=False, skills=self.skills)
-        self.ran += len(records) - before
+                          executor=self.config.executor, progress_bar=False, skills=self.skills, on_record=count)
         if key is not None:
             (out / "draw.json").write_text(json.dumps(key, indent=1))
         return records, None
@@ -210,9 +211,7 @@ class Evolution:
         return None
 
     def _records(self, d: Path) -> list[dict[str, Any]]:
-        ids = {t.instance_id for t in self.tasks}
-        return [r for r in JsonlLog(d / "trajectories.jsonl").records
-                if r["instance_id"] in ids and int(r["run"]) <= self.config.group_size]
+        return group_records(JsonlLog(d / "trajectories.jsonl").records, self.tasks, self.config.group_size)
 
     def _done_rounds(self) -> set[int]:
         return {int(r["round"]) for r in self.log.records if r.get("kind") == "round" and r.get("epoch") == self.config.epoch}
@@ -226,7 +225,7 @@ class Evolution:
         return {r["candidate_hash"] for r in self.log.records if r.get("kind") == "proposal" and r.get("candidate_hash")
                 and (r.get("epoch") == self.config.epoch or r.get("accepted")
                      or (self.policy_version is not None and r.get("policy") == self.policy_version
-                         and "accepted" in r and r["validation"]["ok"]))}
+                         and r["validation"]["ok"]))}
 
     # -- the schedule -------------------------------------------------------------------------
     def run(self) -> HarnessSpec:

@@ -15,7 +15,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ha_envs.harness import HarnessSpec
 from ha_envs.sandbox import SandboxError, prepare_snapshot
@@ -53,6 +53,12 @@ def _episode(task: Task, sample: int, model: Any, config: EpisodeConfig, skill: 
     return record
 
 
+def group_records(records: Iterable[dict[str, Any]], tasks: Iterable[Any], group_size: int) -> list[dict[str, Any]]:
+    """The records of these tasks' groups (runs 1..``group_size``) among ``records`` (a log's)."""
+    ids = {t.instance_id for t in tasks}
+    return [r for r in records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+
+
 def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", *,
             out: Path | str | None = None, log: JsonlLog | None = None, workers: int = 2, executor: str = "threads",
             on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
@@ -80,8 +86,7 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
         prepare_snapshot(task)  # once per task: every sample of its group copies this snapshot
     bar = None
     if progress_bar:
-        ids = {t.instance_id for t in tasks}
-        earlier = [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+        earlier = group_records(log.records, tasks, group_size)
         bar = EpisodeProgress(len(tasks) * group_size, done=len(earlier),
                               resolved=sum(bool(r.get("resolved")) for r in earlier))
 
@@ -106,8 +111,7 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
     finally:
         if bar is not None:
             bar.close()
-    ids = {t.instance_id for t in tasks}
-    return [r for r in log.records if r["instance_id"] in ids and int(r["run"]) <= group_size]
+    return group_records(log.records, tasks, group_size)
 
 
 DRAIN = "_drain"
