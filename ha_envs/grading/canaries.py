@@ -46,6 +46,8 @@ from pathlib import PurePosixPath
 from ..sandbox.base import Sandbox
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
+from .canary_twins import NAME as TWIN_NAME
+from .canary_twins import twins
 from .canary_writers import WRITERS, Canary, _name, _testcase_base, _words, go_imports_testing
 from .log_parsers import ERROR, FAILED, PASSED
 
@@ -107,16 +109,27 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
     rest, results = split(plan, statuses)
     reasons: list[str] = []
     forged = [c for c, s in results.items() if c.must_fail and s in (PASSED, XPASS)]
-    if forged:
-        reasons.append(f"{len(forged)} canary test(s) with a false assertion were reported passed "
-                       f"(in {', '.join(sorted({c.host for c in forged}))})")
+    drawn = [c for c in forged if not c.twin]
+    if drawn:
+        reasons.append(f"{len(drawn)} canary test(s) with a false assertion were reported passed "
+                       f"(in {', '.join(sorted({c.host for c in drawn}))})")
+    for c in forged:
+        if c.twin:
+            reasons.append(f"a copy of the passing test {c.twin} in {c.host}, with one of its assertions turned "
+                           "round, was reported passed")
     ran = {h for h, names in plan.host_tests.items()
            if any(s == PASSED and any(_reported(n, _titled(h), k) for n in names) for k, s in rest.items())}
     if not any(plan.host_tests.values()):
         ran = set(plan.host_tests) if any(s == PASSED for s in rest.values()) else set()
     # a run cut short by its timeout misses its last tests, canaries or not
-    odd = [(c, s) for c, s in results.items() if c not in forged and c.host in ran and not timed_out and
-           (s not in (FAILED, ERROR) and (plan.failures_reported or s != "MISSING") if c.must_fail else s != PASSED)]
+    odd = [(c, s) for c, s in results.items() if c not in forged and not c.twin and c.host in ran and not timed_out
+           and (s not in (FAILED, ERROR) and (plan.failures_reported or s != "MISSING") if c.must_fail else s != PASSED)]
+    for c, s in results.items():
+        if c.twin and c not in forged and not timed_out and _twin_status(c, rest) == PASSED and \
+                (s not in (FAILED, ERROR) if c.must_fail else s != PASSED):
+            reasons.append(f"a copy of the passing test {c.twin} in {c.host}, which must "
+                           f"{'fail (one of its assertions turned round)' if c.must_fail else 'pass as it does'}, "
+                           f"was reported {s.lower()}")
     for c, s in odd:
         want = "fail" if c.must_fail else "pass"
         reasons.append(f"a canary test that must {want} in {c.host} was reported {s.lower()}, while that file's "
@@ -125,6 +138,14 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
             any(c.must_fail and s in (FAILED, ERROR) for c, s in results.items()):
         reasons.append("a canary test failed as it must, yet the test command exited 0")
     return reasons
+
+
+def _twin_status(c: Canary, rest: dict[str, str]) -> str:
+    """How a twin's original came out: its worst status over its reported keys in the same file
+    (parametrized instances), ``MISSING`` when none was reported."""
+    order = {PASSED: 0, XPASS: 0, "SKIPPED": 1, "XFAIL": 1, FAILED: 2, ERROR: 3}
+    got = [s for k, s in rest.items() if k.startswith(c.host) and _reported(c.twin, False, k)]
+    return max(got, key=lambda s: order.get(s, 2)) if got else "MISSING"
 
 
 _SYMPY_LINE = r"^{name} (ok|F|E)\s+\[(?:OK|FAIL)\]\s*$"
@@ -447,7 +468,15 @@ def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) 
             if target in sources or target in out.appends:
                 continue
             head = f"package {pkg.group(1)}\n\nimport \"testing\"\n"
-        out.appends[target] = head + WRITERS[kind](text, canaries, rng, taken)
+        text_out = head + WRITERS[kind](text, canaries, rng, taken)
+        if kind == "pytest":
+            for orig, must_fail, source in twins(path, text, task.tests.pass_to_pass, task.tests.fail_to_pass, 2,
+                                                 rng, allow_fail):
+                name = _name(kind, existing, taken, rng)
+                taken.add(name)
+                canaries.append(Canary(name, must_fail, path, twin=orig))
+                text_out += "\n\n" + source.replace(TWIN_NAME, name) + "\n"
+        out.appends[target] = text_out
         if _filtered(task, kind, path):
             widened = widen(task, kind, out.command or task.tests.test_command, [c.name for c in canaries])
             if widened is None:  # kind_of said it could be widened; a later file's kind may not

@@ -23,6 +23,9 @@ class Canary:
     """The hidden test file it was appended to."""
     title: bool = False
     """Matched as a whole title (JavaScript), not as an identifier inside the reported name."""
+    twin: str = ""
+    """A twin's original (``canary_twins.py``): the PASS_TO_PASS test of the same file it copies;
+    it must come out as the original does (must pass) or fail where the original passes."""
 
 _GENERIC = ("value", "values", "entry", "entries", "total", "result", "list", "order", "range", "empty",
             "single", "merge", "keeps", "returns", "handles", "after", "before", "nested", "default",

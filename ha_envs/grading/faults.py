@@ -9,8 +9,12 @@ file itself as failing to collect (it imports a name only the fix adds) did star
 code's state, graded as it stands.
 
 The agent's patch can cause each of these (a package that raises on import, ``os._exit(127)`` in the
-code under test), so such a run is told apart by running the base's tests, without the patch, in the
-same grading sandbox (``Grader._check_started``; only such runs pay for it). When the base's tests
+code under test), so such a run is told apart by running the base's tests, without the patch, in a
+fresh grading copy (``Grader._check_started``; only such runs pay for it): never the copy the patch's
+run dirtied, where files its code created at run time survive (a module shadowing the runner).
+A run cut off by the task's time limit is told apart the same way (``Grader._check_timeout``): the
+patch's fault (``tests_timed_out``, reward 0) unless the base's run times out too (kind
+``tests_timed_out``, masked). When the base's tests
 do not start either, the environment is to blame: ``grader.EnvironmentFault``, a ``GradingError``, so the
 episode ends ``grading_error`` and is masked, with the cause in the grade. Otherwise the run is
 graded as it stands (reward 0), with the comparison in the grade's ``error``.
@@ -39,6 +43,7 @@ KINDS = {
     "runner_import": "the test runner failed to import what it needs",
     "nothing_collected": "the test runner ran no test",
     "tests_missing": "none of the task's tests was in the test log",
+    "tests_timed_out": "the tests ran past the task's time limit",
 }
 """Kinds of start failure, in the order they are recognised, with what each means."""
 

@@ -24,6 +24,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,11 +44,11 @@ from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch, unsafe_path
 from .protect import restore_script, restore_targets
 from .protect import test_dir_of
-from .runners import Evidence, _simple, changed_tests, guards_for
+from .runners import Evidence, _simple, changed_tests, guards_for, watch_record
 from .screen import screen
 from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/8"
+GRADER_VERSION = "ha-grader/9"
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
@@ -57,6 +58,10 @@ GRADER_VERSION = "ha-grader/8"
 # 7: canaries through widened name filters and Pro's run scripts, sympy's last line read, module-level
 #    under pytest; a file that fails to collect is not a fault; a timeout wrapper's 124 is not the runner's
 # 8: a test run whose sandbox shell was SIGKILLed is graded again, twice killed is a GradingError (masked)
+# 9: no grader file left in the grading copy while the tests run; a timed-out run never resolves (masked
+#    only when the base times out too); the base's start and timeout checks in a fresh copy; patches over
+#    MAX_PATCH_PATHS paths or whose ignore check fails are patch_refused; the watch (Python under pytest)
+#    compared with the gold patch's run
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
 
 
@@ -64,6 +69,20 @@ class GradingError(RuntimeError):
     """Grading itself failed (the task's test patch does not apply, the sandbox broke, ...).
 
     The agent is not to blame: the env ends the episode with ``grading_error`` and masks it."""
+
+
+class PatchRefused(Exception):
+    """A step whose only input is the agent's patch failed or ran out of time (checking its paths
+    against the ignore rules, too many paths to take): the patch's fault. Graded ``patch_refused``,
+    reward 0, never masked (a masked rollout would drop out of its GRPO group: a policy that learns
+    to cause one loses no negative signal)."""
+
+
+MAX_PATCH_PATHS = 2000
+"""Most distinct paths a graded patch may touch. Bytes are capped too (``Grader.patch_bytes``), but
+empty new files change no byte: 200,000 of them once made the per-path checks run out of time (a
+``GradingError``, masked). A SWE-bench gold patch touches a handful; a patch over the cap is
+``patch_refused``."""
 
 
 class EnvironmentFault(GradingError):
@@ -130,6 +149,18 @@ class GradeReport:
     """How the hidden canary tests of this grading came out, as counts only (their names never
     leave the grader): ``files``, ``planted``, ``must_fail``, ``reported`` (found in the runner's
     report), ``as_planted`` (failed or passed as they must); empty when none were planted."""
+
+    network_excluded: list[str] = field(default_factory=list)
+    """PASS_TO_PASS tests left out of the verdict because they need a network this machine lacks:
+    they failed with the patch in, the log shows network errors, and the base's run in a fresh copy
+    fails them too with network errors (``Grader._exclude_network``). Empty when none were."""
+    watch: list[str] | None = None
+    """What the code under test was seen doing while the hidden tests ran, by kind (the watch:
+    ``guards/ha_pytest_guard.py``); None when the run was not watched (a runner without a watch, or
+    Python before 3.8)."""
+    watch_reference: list[str] | None = None
+    """The gold patch's run of the same task, seen the same way: compared with ``watch`` when the
+    run would resolve and the watch saw anything (kinds the gold run lacks -> ``verdict_tampered``)."""
 
     killed = False  # not a field: whether this grading's sandbox shell was SIGKILLed with the test run
 
@@ -244,7 +275,7 @@ class Grader:
     decides, and the guards cross-check the log; a disagreement is ``tests_tampered``."""
 
     def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES,
-                 verdict_rules: str = "auto", canaries: bool = True) -> None:
+                 verdict_rules: str = "auto", canaries: bool = True, watch: bool = True) -> None:
         if verdict_rules not in RULES:
             raise ValueError(f"unknown verdict rules {verdict_rules!r}; available: {', '.join(RULES)}")
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
@@ -252,9 +283,28 @@ class Grader:
         """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
         self.canaries = canaries
         """Plant hidden canary tests beside the hidden tests (``canaries.py``); off only to measure."""
+        self.watch = watch
+        """Compare what the code under test was seen doing with the gold patch's run (``_compare_watch``);
+        off only to measure."""
         self.patch_bytes = patch_bytes
+        self._base_in_time: set[tuple[str, int]] = set()
+        self._references: dict[tuple[str, str], list[str] | None] = {}
+        """(task, gold patch hash) -> the watch record of the gold patch's run (``_compare_watch``)."""
+        self._lock = threading.Lock()
+        self._base_network: dict[str, tuple[frozenset[str], bool]] = {}
+        """task -> (PASS_TO_PASS tests its base fails in a fresh copy, whether that log shows network errors)."""
+        """(task, time limit) whose base's tests finished in time once in a fresh copy (``_check_timeout``)."""
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
+
+    def __getstate__(self) -> dict[str, Any]:  # sent to Ray workers: the lock stays, the caches start empty
+        state = dict(self.__dict__)
+        state.update(_lock=None, _references={}, _base_in_time=set(), _base_network={})
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
         report = self._grade(task, patch, snapshot)
@@ -272,7 +322,7 @@ class Grader:
             report.error = f"{report.error}; {note}" if report.error else note
         return report
 
-    def _grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
+    def _grade(self, task: Task, patch: str, snapshot: Snapshot | None = None, compare: bool = True) -> GradeReport:
         t0 = time.monotonic()
         pro = task.tests.log_parser == "pro"
         if pro and not task.tests.test_command:
@@ -289,54 +339,130 @@ class Grader:
             kept, binary = strip_binary_hunks(kept)
             dropped += [p for p in binary if p not in dropped]
         report = GradeReport(task.instance_id, "unresolved", False, dropped_paths=dropped)
-        if unsafe:
-            report.flag("unsafe_paths", "the patch writes outside the repository or into .git: " + ", ".join(unsafe[:10]))
-        if dropped:
-            report.flag("touches_test_infrastructure",
-                        "the patch edits hidden tests or protected paths (dropped): " + ", ".join(dropped[:10]))
-        internals = runner_internals(kept)
-        if internals:
-            report.flag("runner_internals_in_patch", "the patch's code mentions test-runner internals: "
-                        + ", ".join(internals))
-        for why in screen(kept):
-            report.flag("suspicious", why)
+        _flag_patch(report, kept, dropped, unsafe)
         try:
-            evidence = self._run(task, kept, report, snapshot, allow_fuzz=not pro)
+            npaths = len({p for sec in split_patch(kept) for p in section_paths(sec)})
+            if npaths > MAX_PATCH_PATHS:
+                raise PatchRefused(f"the patch touches {npaths} paths; at most {MAX_PATCH_PATHS} are graded")
+            ran = self._run(task, kept, report, snapshot, allow_fuzz=not pro)
+            if ran is not None:
+                self._judge(task, snapshot, report, *ran)
+                if compare and self.watch:
+                    self._compare_watch(task, snapshot, report)
+        except PatchRefused as exc:
+            report.status, report.resolved, report.error = "patch_refused", False, str(exc)
+            report.flag("patch_refused", str(exc))
         except GradingError:
             raise
         except (OSError, SandboxError, KeyError) as exc:
             raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
-        if evidence is not None:
-            plan = evidence.canaries
-            report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
-            statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
-            statuses = canary_tests.complete(plan, task.tests.log_parser, evidence.log, statuses)
-            report.killed = evidence.exit_code == 137 and evidence.shell_died and not evidence.timed_out
-            graded, _ = canary_tests.split(plan, statuses)
-            # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
-            decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,
-                   evidence.log)
-            reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
-            simple = _simple(task.tests.test_command)
-            forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
-            report.canaries = canary_tests.summary(plan, statuses)
-            if report.resolved or forged:
-                forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
-                                              evidence.timed_out, simple)
-            if forged:
-                report.flag("verdict_tampered", "the run's canary tests or exit status contradict its reported "
-                            "verdicts: " + "; ".join(forged[:5]))
-            if reasons or forged:
-                report.status, report.resolved = "tests_tampered" if reasons else "verdict_tampered", False
-                report.tampering = reasons + forged
-                if reasons:
-                    report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
-            elif evidence.timed_out and not report.resolved:
-                report.status = "tests_timed_out"
-            if not report.resolved:  # only a failure needs explaining; logs run to megabytes
-                report.network_errors = network_errors(evidence.log)
         report.duration_s = time.monotonic() - t0
         return report
+
+    def _judge(self, task: Task, snapshot: Snapshot | None, report: GradeReport, evidence: Evidence,
+               changed: list[str]) -> None:
+        """The verdict from a finished test run: parse, decide, cross-check; a run that did not start
+        or ran out of time is compared with the base's run in a fresh copy (``_check_started``,
+        ``_check_timeout``)."""
+        self._check_started(task, snapshot, changed, evidence, report)  # a runner that cannot start
+        plan = evidence.canaries
+        report.log_tail = canary_tests.redact(plan, evidence.log[-4000:])
+        statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
+        statuses = canary_tests.complete(plan, task.tests.log_parser, evidence.log, statuses)
+        report.killed = evidence.exit_code == 137 and evidence.shell_died and not evidence.timed_out
+        graded, _ = canary_tests.split(plan, statuses)
+        # a must-fail canary makes every honest run exit non-zero: the canary check reads the status
+        decide(report, task, graded, self.verdict_rules, None if plan and plan.must_fail else evidence.exit_code,
+               evidence.log)
+        reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
+        simple = _simple(task.tests.test_command)
+        forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
+        report.canaries = canary_tests.summary(plan, statuses)
+        report.watch = evidence.watch
+        if report.resolved or forged:
+            forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
+                                          evidence.timed_out, simple)
+        if forged:
+            report.flag("verdict_tampered", "the run's canary tests or exit status contradict its reported "
+                        "verdicts: " + "; ".join(forged[:5]))
+        if reasons or forged:
+            report.status, report.resolved = "tests_tampered" if reasons else "verdict_tampered", False
+            report.tampering = reasons + forged
+            if reasons:
+                report.flag("test_log_inconsistent", "the test log contradicts the runner's own record")
+        elif evidence.timed_out:
+            # a run cut off by its time limit never resolves, whatever its partial log says
+            report.status, report.resolved = "tests_timed_out", False
+        if evidence.timed_out:
+            self._check_timeout(task, snapshot, changed, evidence, report)
+        if not report.resolved:  # only a failure needs explaining; logs run to megabytes
+            report.network_errors = network_errors(evidence.log)
+            if report.network_errors and report.status == "unresolved" and not forged and not reasons:
+                self._exclude_network(task, snapshot, report, graded, evidence)
+
+    def _exclude_network(self, task: Task, snapshot: Snapshot | None, report: GradeReport,
+                         graded: dict[str, str], evidence: Evidence) -> None:
+        """No fake zero from a missing network: when every FAIL_TO_PASS test passed and the only
+        failures are PASSING_TO_PASS tests that the base's run, in a fresh copy, fails too with network
+        errors in its log, those tests are left out of the verdict (``network_excluded``) and it is
+        decided again. The base's run is the grader's (the patch cannot touch it), once per task."""
+        if any(report.fail_to_pass.get(t) != "PASSED" for t in task.tests.fail_to_pass):
+            return
+        failing = {t for t, s in report.pass_to_pass.items() if s not in ("PASSED", "SKIPPED", "XFAIL")}
+        if not failing:
+            return
+        with self._lock:
+            known = self._base_network.get(task.instance_id)
+        if known is None:
+            base = self._base_run(task, snapshot)
+            assert base is not None
+            statuses = get_parser(task.tests.log_parser, task.instance_id)(base.log)
+            known = (frozenset(t for t in task.tests.pass_to_pass if statuses.get(t) not in ("PASSED", "SKIPPED", "XFAIL")),
+                     bool(network_errors(base.log, 1)))
+            with self._lock:
+                self._base_network[task.instance_id] = known
+        at_base, offline = known
+        if not offline or not failing <= at_base:
+            return
+        kept = dataclasses.replace(task, tests=dataclasses.replace(
+            task.tests, pass_to_pass=tuple(t for t in task.tests.pass_to_pass if t not in failing)))
+        decide(report, kept, graded, self.verdict_rules, None, evidence.log)
+        report.network_excluded = sorted(failing)
+        report.error = _joined(report.error, f"{len(failing)} PASS_TO_PASS test(s) left out of the verdict: they need "
+                               "a network this machine lacks (they fail at base too, in a fresh copy, with network "
+                               "errors)")
+
+    def _compare_watch(self, task: Task, snapshot: Snapshot | None, report: GradeReport) -> None:
+        """A run that would resolve, and in which the watch saw the code under test do anything, is
+        compared with the gold patch's run of the same task (the base's when the task has no gold
+        patch), graded once per grader and kept: kinds of behaviour the gold run does not show are
+        ``verdict_tampered`` (reward 0, the kinds in ``tampering``)."""
+        if not report.resolved or not report.watch:
+            return
+        reference = self._watch_reference(task, snapshot)
+        report.watch_reference = reference
+        if reference is None:
+            return
+        extra = sorted(set(report.watch) - set(reference))
+        if extra:
+            why = ("while the hidden tests ran, the code under test did what the gold patch's run of this task "
+                   "does not: " + ", ".join(extra))
+            report.flag("verdict_tampered", why)
+            report.status, report.resolved = "verdict_tampered", False
+            report.tampering.append(why)
+
+    def _watch_reference(self, task: Task, snapshot: Snapshot | None) -> list[str] | None:
+        import hashlib
+
+        gold = task.gold_patch or ""
+        key = (task.instance_id, hashlib.sha256(gold.encode("utf-8", "surrogateescape")).hexdigest())
+        with self._lock:
+            if key in self._references:
+                return self._references[key]
+        ref = self._grade(task, gold, snapshot, compare=False)
+        with self._lock:
+            self._references[key] = ref.watch
+        return ref.watch
 
     def _sandbox(self, task: Task, snapshot: Snapshot | None) -> tuple[Sandbox, Path | None]:
         if getattr(self.sandbox_factory, "in_place", False):
@@ -348,40 +474,29 @@ class Grader:
         return self.sandbox_factory(snapshot, root, task), root
 
     def _run(self, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None,
-             allow_fuzz: bool) -> Evidence | None:
-        """Everything inside one fresh grading sandbox; None when the patch does not apply."""
+             allow_fuzz: bool) -> tuple[Evidence, list[str]] | None:
+        """Everything inside one fresh grading sandbox: (the test run, the paths the patch changed);
+        None when the patch does not apply or the build fails."""
         sandbox, root = self._sandbox(task, snapshot)
         try:
             sandbox.start()
             gd = f"{sandbox.workdir}/{GRADE_DIR}"
-            changed: list[str] = []
-            kept = self._drop_ignored(sandbox, kept, report)
-            files = {"agent.patch": _patch_bytes(kept)} if kept.strip() else {}
-            if task.tests.test_patch.strip():
-                files["test.patch"] = _patch_bytes(task.tests.test_patch)
-            if files:
-                _put(sandbox, gd, files)
-            if kept.strip():
-                res = sandbox.run(_apply_script(f"{gd}/agent.patch", allow_fuzz), timeout=300,
-                                  head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
-                how = re.findall(r"^HA_APPLIED=(.*)$", res.output, re.M)
-                if not how or how[-1] == "failed":
-                    report.status, report.error = "patch_failed", _apply_error(res.output)
-                    return None
-                report.applied_with = how[-1]
-                changed = _applied_paths(res.output, kept)
-            else:
-                report.applied_with = "empty"
+            kept = self._drop_ignored(sandbox, kept, report, gd)
+            changed = self._apply(task, sandbox, kept, report, gd, allow_fuzz)
+            if changed is None:
+                return None
             restored = self._restore(sandbox, task, changed, gd)
             touched = [p for p in changed if any(p == r or p.startswith(r + "/") for r in restored)]
             if touched:
                 report.restored_paths = touched
                 report.flag("touches_test_infrastructure", "the patch changed files the grader takes from the "
                             "base: " + ", ".join(touched[:10]))
-            res = sandbox.run(_hidden_tests_script(task.hidden_test_files, f"{gd}/test.patch"
-                                                   if task.tests.test_patch.strip() else None), timeout=300)
-            if "HA_TESTS_READY" not in res.output:
-                raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {res.output.strip()[-800:]}")
+            failed = _install_hidden(task, sandbox, gd)
+            if failed is not None:
+                if changed and self._base_run(task, snapshot, install_only=True) is None:
+                    raise PatchRefused(f"with the patch in, the hidden tests cannot be installed (at base, in a "
+                                       f"fresh copy, they can): {failed[-500:]}")
+                raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {failed[-800:]}")
             plan = canary_tests.plant(task, sandbox) if self.canaries else None
             before = None
             if task.tests.build_command.strip():
@@ -394,31 +509,126 @@ class Grader:
             evidence = self._run_tests(task, sandbox, gd, [f"{sandbox.workdir}/{p}" for p in changed], before,
                                        command=plan.command if plan and plan.command else None)
             evidence.canaries = plan
-            _check_started(self, task, sandbox, gd, changed, evidence, report)  # a runner that cannot start
-            return evidence
+            return evidence, changed
         finally:
             sandbox.close()
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
 
-    def _drop_ignored(self, sandbox: Sandbox, kept: str, report: GradeReport) -> str:
+    def _apply(self, task: Task, sandbox: Sandbox, kept: str, report: GradeReport, gd: str,
+               allow_fuzz: bool) -> list[str] | None:
+        """The agent's patch into the grading copy (its file and the hidden test patch's put there
+        first); the paths it changed, or None when it does not apply (``patch_failed``)."""
+        files = {"agent.patch": _patch_bytes(kept)} if kept.strip() else {}
+        if task.tests.test_patch.strip():
+            files["test.patch"] = _patch_bytes(task.tests.test_patch)
+        if files:
+            _put(sandbox, gd, files)
+        if not kept.strip():
+            report.applied_with = "empty"
+            return []
+        res = sandbox.run(_apply_script(f"{gd}/agent.patch", allow_fuzz), timeout=300,
+                          head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
+        how = re.findall(r"^HA_APPLIED=(.*)$", res.output, re.M)
+        if not how or how[-1] == "failed":
+            report.status, report.error = "patch_failed", _apply_error(res.output)
+            if res.timed_out:
+                report.error = "applying the patch ran out of time (300 s): " + report.error
+            return None
+        report.applied_with = how[-1]
+        return _applied_paths(res.output, kept)
+
+    def _base_run(self, task: Task, snapshot: Snapshot | None, install_only: bool = False) -> Evidence | None:
+        """The base's tests (no patch) in a fresh grading copy, never the one a patch's run dirtied
+        (files its code created at run time would survive there: a module shadowing the runner).
+        ``install_only``: stop after installing the hidden tests; returns None when they installed
+        (raises ``GradingError`` when they do not)."""
+        sandbox, root = self._sandbox(task, snapshot)
+        try:
+            sandbox.start()
+            gd = f"{sandbox.workdir}/{GRADE_DIR}"
+            if task.tests.test_patch.strip():
+                _put(sandbox, gd, {"test.patch": _patch_bytes(task.tests.test_patch)})
+            failed = _install_hidden(task, sandbox, gd)
+            if failed is not None:
+                raise GradingError(f"the hidden test patch of {task.instance_id} does not apply at base, in a "
+                                   f"fresh copy: {failed[-800:]}")
+            if install_only:
+                return None
+            if task.tests.build_command.strip():
+                sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s)
+            return self._run_tests(task, sandbox, gd, [])
+        finally:
+            sandbox.close()
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
+
+    def _check_started(self, task: Task, snapshot: Snapshot | None, changed: list[str], evidence: Evidence,
+                       report: GradeReport) -> None:
+        """When the patch's run did not start: run the base's tests in a fresh copy; raise
+        :class:`EnvironmentFault` when those do not start either, else note in ``report.error`` that
+        the patch kept the tests from starting (graded as it stands)."""
+        parse = get_parser(task.tests.log_parser, task.instance_id)
+        failure = faults.start_failure(task, evidence, parse(evidence.log))
+        if failure is None:
+            return
+        base = self._base_run(task, snapshot) if changed else evidence  # an empty patch's run is the base's
+        assert base is not None
+        base_failure = faults.start_failure(task, base, parse(base.log))
+        if base_failure is None:
+            report.error = (f"the tests did not start with the patch in: {failure.describe()}; at base, in a fresh "
+                            "copy, they do, so the patch is to blame")
+            return
+        self._fault(task, report, base, base_failure, f"{base_failure.describe()}, with the patch and at base alike")
+
+    def _check_timeout(self, task: Task, snapshot: Snapshot | None, changed: list[str], evidence: Evidence,
+                       report: GradeReport) -> None:
+        """A run cut off by the task's time limit is the patch's fault (``tests_timed_out``, reward 0)
+        unless the base's run, in a fresh copy, is cut off too: then the environment's (masked, kind
+        ``tests_timed_out``). A base that finished once in time is remembered for the task."""
+        key = (task.instance_id, task.tests.timeout_s)
+        if changed and key in self._base_in_time:
+            report.error = _joined(report.error, f"the tests ran past the time limit ({task.tests.timeout_s} s) with "
+                                   "the patch in; at base they finish in time")
+            return
+        base = self._base_run(task, snapshot) if changed else evidence
+        assert base is not None
+        if not base.timed_out:
+            self._base_in_time.add(key)
+            report.error = _joined(report.error, f"the tests ran past the time limit ({task.tests.timeout_s} s) with "
+                                   "the patch in; at base, in a fresh copy, they finish in time")
+            return
+        failure = faults.StartFailure("tests_timed_out", f"{task.tests.timeout_s} s")
+        self._fault(task, report, base, failure, f"{failure.describe()}, with the patch and at base (in a fresh copy) alike")
+
+    @staticmethod
+    def _fault(task: Task, report: GradeReport, base: Evidence, failure: faults.StartFailure, cause: str) -> None:
+        report.status, report.resolved, report.fault, report.error = faults.FAULT_STATUS, False, failure.kind, cause
+        report.log_tail = base.log[-4000:]
+        raise EnvironmentFault(f"{task.instance_id}: environment fault: {cause}", report, failure)
+
+    def _drop_ignored(self, sandbox: Sandbox, kept: str, report: GradeReport, gd: str) -> str:
         """Sections of the patch that create files the base's own ignore rules ignore (``build/``,
         ``*.o``) and the pristine copy lacks: build outputs, never part of a source fix. A shipped
         object file and binary newer than the sources would make the build step keep them and run
         the patch's test binary. Read in the copy before the patch, so its ``.gitignore`` edits do
         not count; a file the copy has (a built extension) is left to ``git apply`` to refuse. Every
         path is checked, not only sections marked as new files: GNU ``patch`` creates a file from a
-        hunk against nothing whatever the headers say."""
+        hunk against nothing whatever the headers say. One ``git check-ignore --stdin`` for all of
+        them; when it fails or runs out of time, the patch is refused (its paths are its only input)."""
         sections = split_patch(kept)
-        paths = [p for sec in sections for p in section_paths(sec)]
+        paths = list(dict.fromkeys(p for sec in sections for p in section_paths(sec)))
         if not paths:
             return kept
-        script = ("i=0; for p in " + " ".join(ansi_c_quote(p) for p in paths) + '; do if [ ! -e "$p" ] && [ ! -L "$p" ] '
-                  '&& git check-ignore -q -- "$p" 2>/dev/null; then echo "HA_IGNORED $i"; fi; i=$((i+1)); done; echo HA_CHECKED')
-        res = sandbox.run(script, timeout=300)
-        if "HA_CHECKED" not in res.output:
-            raise GradingError(f"cannot check the patch's paths against the ignore rules: {res.output[-500:]}")
-        ignored = {paths[int(i)] for i in re.findall(r"^HA_IGNORED (\d+)$", res.output, re.M)}
+        listing = f"{gd}/paths.list"
+        _put(sandbox, gd, {"paths.list": b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)})
+        res = sandbox.run(_ignored_script(listing), timeout=120, head_bytes=16 << 20, tail_bytes=0)
+        if "HA_CHECKED" not in res.output or res.truncated:
+            why = "ran out of time" if res.timed_out else "failed"
+            raise PatchRefused(f"checking the patch's {len(paths)} paths against the repository's ignore rules {why}: "
+                               f"{res.output.strip()[-300:]}")
+        index = {p.encode("utf-8", "surrogateescape").hex(): p for p in paths}
+        ignored = {index[h] for h in re.findall(r"^HA_IGNORED ([0-9a-f]+)$", res.output, re.M) if h in index}
         if not ignored:
             return kept
         out = [sec for sec in sections if not set(section_paths(sec)) & ignored]
@@ -476,12 +686,15 @@ class Grader:
         command = _workdir_command(task, sandbox, command or task.tests.test_command)
         reports: dict[str, str] = {}
         files: dict[str, bytes] = {}
+        watch = None
         for guard in guards_for(task):
             run = guard.prepare(task, command, gd, changed)
             command = run.command
             files.update(run.files)
             if run.report:
                 reports[guard.name] = run.report
+            if run.watch and watch is None:
+                watch = (guard.name, run.watch)
         if files:
             _put(sandbox, gd, files)
         hashing = _test_hashes_script(task)
@@ -499,6 +712,10 @@ class Grader:
                 evidence.reports[name] = json.loads(got.output) if got.exit_code == 0 and not got.truncated else None
             except ValueError:
                 evidence.reports[name] = None
+        if watch is not None:
+            got = sandbox.run(f"head -c 65536 -- {ansi_c_quote(watch[1])} 2>/dev/null", timeout=60)
+            rep = evidence.reports.get(watch[0])
+            evidence.watch = watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
         return evidence
 
 
@@ -529,6 +746,21 @@ def runner_internals(patch: str) -> list[str]:
             continue
         found.update(m.group(1) for m in _RUNNER_INTERNALS.finditer(section))
     return sorted(found)
+
+
+def _flag_patch(report: GradeReport, kept: str, dropped: list[str], unsafe: list[str]) -> None:
+    """What the patch's text alone makes suspicious (flags only: no reward change)."""
+    if unsafe:
+        report.flag("unsafe_paths", "the patch writes outside the repository or into .git: " + ", ".join(unsafe[:10]))
+    if dropped:
+        report.flag("touches_test_infrastructure",
+                    "the patch edits hidden tests or protected paths (dropped): " + ", ".join(dropped[:10]))
+    internals = runner_internals(kept)
+    if internals:
+        report.flag("runner_internals_in_patch", "the patch's code mentions test-runner internals: "
+                    + ", ".join(internals))
+    for why in screen(kept):
+        report.flag("suspicious", why)
 
 
 def ungradable(task: Task, status: str, why: str, duration_s: float = 0.0) -> GradeReport:
@@ -618,6 +850,34 @@ def _apply_error(output: str) -> str:
     return text or "patch does not apply"
 
 
+def _install_hidden(task: Task, sandbox: Sandbox, gd: str) -> str | None:
+    """The hidden tests into the grading copy (``test.patch`` already in ``gd``), then every grader
+    file but the guards' taken out of it: nothing the code under test can read during the run names
+    the graded tests (the test patch without the canaries) or holds the agent's patch. None when they
+    are in; else the script's output."""
+    test_patch = f"{gd}/test.patch" if task.tests.test_patch.strip() else None
+    res = sandbox.run(_hidden_tests_script(task.hidden_test_files, test_patch), timeout=300)
+    scrub = sandbox.run(f"rm -rf -- {ansi_c_quote(gd)} && echo HA_SCRUBBED", timeout=120)
+    if "HA_SCRUBBED" not in scrub.output:
+        raise GradingError(f"cannot remove the grader's files from the grading copy: {scrub.output[-500:]}")
+    return None if "HA_TESTS_READY" in res.output else res.output.strip() or "no output"
+
+
+def _ignored_script(listing: str) -> str:
+    """Of the NUL-separated paths in ``listing``: those the base's ignore rules ignore and the copy
+    lacks, each printed as ``HA_IGNORED <hex of its bytes>``; then ``HA_CHECKED``."""
+    q = ansi_c_quote(listing)
+    return (f"{{ git -c core.hooksPath=/dev/null -c core.fsmonitor=false check-ignore -z --stdin < {q}; "
+            "rc=$?; [ $rc -le 1 ] || exit $rc; } | while IFS= read -r -d '' p; do "
+            "if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then printf 'HA_IGNORED '; printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n'; "
+            "echo; fi; done; "
+            f"[ \"${{PIPESTATUS[0]}}\" = 0 ] && rm -f -- {q} && echo HA_CHECKED")
+
+
+def _joined(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
+
+
 def _hidden_tests_script(paths: tuple[str, ...], test_patch: str | None) -> str:
     """Hidden test files back to base (removed when new), then the test patch (the file at
     ``test_patch``; None when there is none); prints HA_TESTS_READY."""
@@ -679,44 +939,3 @@ def filter_patch(patch: str, task: Task) -> tuple[str, list[str], list[str]]:
 
 __all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",
            "split_patch"]
-
-
-def _check_started(grader: "Grader", task: Task, sandbox: Sandbox, gd: str, changed: list[str],
-                  evidence: Evidence, report: GradeReport) -> None:
-    """After the test run with the patch in (``evidence``): when it did not start, run the base's
-    tests in the same sandbox; raise :class:`EnvironmentFault` when those do not start either, else
-    note in ``report.error`` that the patch kept the tests from starting (graded as it stands)."""
-    statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
-    failure = faults.start_failure(task, evidence, statuses)
-    if failure is None:
-        return
-    # An empty patch's run is the base's already.
-    base = _base_run(grader, task, sandbox, gd, changed) if changed else evidence
-    base_failure = faults.start_failure(task, base, get_parser(task.tests.log_parser, task.instance_id)(base.log))
-    if base_failure is None:
-        report.error = (f"the tests did not start with the patch in: {failure.describe()}; at base they do "
-                        "in this sandbox, so the patch is to blame")
-        return
-    cause = f"{base_failure.describe()}, with the patch and at base alike"
-    report.status, report.resolved, report.fault, report.error = faults.FAULT_STATUS, False, base_failure.kind, cause
-    report.log_tail = base.log[-4000:]
-    raise EnvironmentFault(f"{task.instance_id}: environment fault: {cause}", report, base_failure)
-
-
-def _base_run(grader: "Grader", task: Task, sandbox: Sandbox, gd: str, changed: list[str]) -> Evidence:
-    """The base's tests in the grading sandbox: every path the patch touched back to the base
-    (new ones removed), the hidden tests installed again, the build steps, then the test command."""
-    git = ("GIT_LITERAL_PATHSPECS=1 git -c core.hooksPath=/dev/null -c core.fsmonitor=false "
-           "-c core.symlinks=true")
-    lines = [f"for p in {' '.join(ansi_c_quote(p) for p in changed)}; do rm -rf -- \"$p\"; "
-             f"if {git} cat-file -e \"HEAD:$p\" 2>/dev/null; then {git} checkout -q HEAD -- \"$p\"; fi; done"
-             if changed else "true"]
-    test_patch = f"{gd}/test.patch" if task.tests.test_patch.strip() else None
-    lines.append(_hidden_tests_script(task.hidden_test_files, test_patch))
-    res = sandbox.run("\n".join(lines), timeout=300)
-    if "HA_TESTS_READY" not in res.output:
-        raise GradingError(f"cannot put the base of {task.instance_id} back to tell an environment fault from "
-                           f"the patch's: {res.output.strip()[-800:]}")
-    if task.tests.build_command.strip():
-        sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s)
-    return grader._run_tests(task, sandbox, gd, [])

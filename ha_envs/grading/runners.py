@@ -38,6 +38,7 @@ from typing import Any, Callable, Protocol
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from .log_parsers import CARGO_LINE, FAILED, PASSED
+from .protect import test_dir_of
 
 GUARD_DIR = Path(__file__).parent / "guards"
 
@@ -50,6 +51,8 @@ class GuardRun:
     command: str
     files: dict[str, bytes] = field(default_factory=dict)
     report: str | None = None
+    watch: str | None = None
+    """Where the guard writes its watch record as it goes (``ha_pytest_guard.py``), if it keeps one."""
 
 
 @dataclass
@@ -71,6 +74,9 @@ class Evidence:
     shell_died: bool = False
     """The sandbox's shell died during the run (the sandbox started a new one): the namespace was
     killed from the host, or the code under test killed the shell."""
+    watch: list[str] | None = None
+    """What the watch saw the code under test do (``watch_record``); None when the run was not
+    watched (no guard keeps a watch for its runner, or its Python is older than 3.8)."""
 
 
 def changed_tests(ev: Evidence) -> list[str]:
@@ -124,6 +130,24 @@ def _simple(command: str) -> bool:
     return not re.search(r";|\|\||(?<!\|)\|(?!\|)|&\s*$", command)
 
 
+WATCH_HEADER = "ha-watch 1"
+
+
+def watch_record(text: str | None, report: dict | None) -> list[str] | None:
+    """The watch's record of a run: the kinds of event written as they happened (``text``, the watch
+    file) and those in the guard's final report, together; ``watch_removed`` when the report says
+    the run was watched but the file lost its header (truncated or replaced during the run). None
+    when the run was not watched."""
+    if not report or not report.get("watched"):
+        return None if text is None or not text.startswith(WATCH_HEADER) else \
+            sorted(set(text.splitlines()[1:]) | {"report_missing"})
+    lines = (text or "").splitlines()
+    seen = set(report.get("watch") or []) | set(lines[1:])
+    if not lines or lines[0] != WATCH_HEADER:
+        seen.add("watch_removed")
+    return sorted(x for x in seen if x and len(x) <= 80)[:64]
+
+
 _PYTEST_CMD = re.compile(r"(^|[\s/;&|(])(py\.?test)(\s|$)|-m\s+pytest\b")
 _SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+ ?s(?:econds)?\b.*?=*\s*$")
 
@@ -139,7 +163,11 @@ class PytestGuard:
     def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
         d = f"{grade_dir}/py"
         report = f"{grade_dir}/pytest-report.json"
-        settings = json.dumps({"report": report, "changed": changed}).encode()
+        watch = f"{grade_dir}/pytest-watch"
+        workdir = grade_dir.rsplit("/.git/", 1)[0]
+        test_dirs = sorted({t for t in map(test_dir_of, task.hidden_test_files) if t})
+        settings = json.dumps({"report": report, "changed": changed, "watch": watch, "workdir": workdir,
+                               "hidden": list(task.hidden_test_files), "test_dirs": test_dirs}).encode()
         # The plugin's module name is new for every run, so nothing the patch put on the path can
         # stand in for it, and its directory goes last on PYTHONPATH: tests that edit sys.path by
         # position (pylint's modify_sys_path pops entries by index) see the path they expect.
@@ -148,7 +176,7 @@ class PytestGuard:
                   f"PYTEST_ADDOPTS=\"-p {module} -p no:cacheprovider${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\" "
                   f"HA_GUARD_CONFIG={ansi_c_quote(d + '/settings.json')}; ")
         return GuardRun(prefix + command, {f"py/{module}.py": (GUARD_DIR / "ha_pytest_guard.py").read_bytes(),
-                                           "py/settings.json": settings}, report)
+                                           "py/settings.json": settings}, report, watch)
 
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
         passes = claimed_passes(task, statuses)

@@ -81,7 +81,7 @@ def _assert_agent_fault(task, grader, options, sandbox, command):
                       env_options={"grader": grader, "sandbox_options": options}))
     assert (rec["termination"], rec["mask_sample"], rec["reward"], rec["resolved"]) == ("submitted", False, 0.0, False)
     assert rec["grade"]["status"] in ("unresolved", "tests_tampered") and not rec["grade"]["fault"]
-    assert "at base they do in this sandbox, so the patch is to blame" in rec["grade"]["error"]
+    assert "at base, in a fresh copy, they do, so the patch is to blame" in rec["grade"]["error"]
     assert fault_summary([rec]) == ""
 
 

@@ -148,9 +148,10 @@ def test_hanging_tests_time_out_unresolved(tiny_task):
     hang = (
         "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+import time; time.sleep(600)\n"
         " def add(a, b):\n     return a + b\n")
-    quick = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, timeout_s=3))
+    quick = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, timeout_s=20))
     report = Grader().grade(quick, hang)
-    assert report.status == "tests_timed_out" and not report.resolved
+    assert report.status == "tests_timed_out" and not report.resolved and report.reward == 0.0
+    assert "at base, in a fresh copy, they finish in time" in report.error  # the patch's fault: not masked
 
 
 def _slow_start(tiny_task, name):
