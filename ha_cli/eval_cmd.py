@@ -47,8 +47,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print(summary.markdown())
     print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
           f"harness.yaml (hash {summary.harness_hash})")
-    from ha_envs.grading.faults import fault_summary, records_under
-    print(fault_summary(records_under(Path(args.out) / "trajectories.jsonl")), end="", file=sys.stderr)
+    from ha_envs.grading.faults import fault_summary, network_note, records_under
+    records = records_under(Path(args.out) / "trajectories.jsonl")
+    print(fault_summary(records) + network_note(records), end="", file=sys.stderr)
     return 0
 
 
@@ -74,6 +75,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     def progress(iid: str, body: dict) -> None:
         verdict = body["status"] + (f" (flags: {', '.join(body['flags'])})" if body["flags"] else "")
+        if body.get("network_excluded"):
+            verdict += (f" ({len(body['network_excluded'])} PASS_TO_PASS test(s) left out: they need a network this "
+                        "machine lacks)")
         print(f"{iid}: {verdict}", file=sys.stderr, flush=True)
 
     run = grade_predictions(tasks, predictions, args.out, grader=grader, workers=args.workers, progress=progress)

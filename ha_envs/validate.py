@@ -70,6 +70,9 @@ class ValidationResult:
     fault_cause: str = ""
     """That fault in words."""
     canaries: dict = field(default_factory=dict)
+    watch: dict = field(default_factory=dict)
+    """side (gold, empty) -> what the watch saw the code under test do (``GradeReport.watch``; None
+    when the run was not watched), and ``gold_tampered`` when the gold patch was taken for a forgery."""
     """How the hidden canary tests came out in each grading (``{"gold": {...}, "empty": {...}}``,
     the grade reports' counts); empty when none were planted."""
     node: str = ""
@@ -111,6 +114,7 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
     res.gold_status, res.empty_status = gold.status, empty.status
     res.seconds = round(gold.duration_s + empty.duration_s, 2)
     res.canaries = {side: r.canaries for side, r in (("gold", gold), ("empty", empty)) if r.canaries}
+    res.watch = {side: r.watch for side, r in (("gold", gold), ("empty", empty))}
     if not task.gold_patch.strip():
         res.problems.append("the task has no gold patch")
     if not gold.resolved:

@@ -77,12 +77,14 @@ def instance_report(task: Task, pred: dict[str, Any], grade: GradeReport | None,
     split = grade.tests_status if grade else {}
     body: dict[str, Any] = {
         "patch_is_None": patch is None, "patch_exists": bool(patch and patch.strip()),
-        "patch_successfully_applied": bool(grade and grade.status not in ("patch_failed", "patch_too_large")),
+        "patch_successfully_applied": bool(grade and grade.status not in ("patch_failed", "patch_too_large",
+                                                                           "patch_refused")),
         "resolved": bool(grade and grade.resolved),
         "tests_status": {k: split.get(k, empty) for k in ("FAIL_TO_PASS", "PASS_TO_PASS")},
         "status": grade.status if grade else "error", "flags": grade.flags if grade else [],
         "grader_version": grade.grader_version if grade else "",
         "verdict_rules": grade.verdict_rules if grade else "", "overruled": grade.overruled if grade else "",
+        "network_excluded": grade.network_excluded if grade else [],
         "error": error,
     }
     return {task.instance_id: body}

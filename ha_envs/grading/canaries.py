@@ -173,7 +173,7 @@ def summary(plan: CanaryPlan | None, statuses: dict[str, str]) -> dict[str, int]
         return {}
     _, results = split(plan, statuses)
     return {"files": len(plan.host_tests), "planted": len(results),
-            "must_fail": sum(c.must_fail for c in results),
+            "must_fail": sum(c.must_fail for c in results), "twins": sum(bool(c.twin) for c in results),
             "reported": sum(s != "MISSING" for s in results.values()),
             "as_planted": sum((s in (FAILED, ERROR)) if c.must_fail else s == PASSED for c, s in results.items())}
 

@@ -141,6 +141,19 @@ def fault_summary(records: Iterable[Mapping[str, Any]]) -> str:
     return "".join(f"{line}\n" for line in [*lines, counts])
 
 
+def network_note(records: Iterable[Mapping[str, Any]]) -> str:
+    """One line on the gradings (episode records or ``ha grade`` bodies) that left network-dependent
+    PASS_TO_PASS tests out of their verdict (``GradeReport.network_excluded``); empty when none did."""
+    graded = [(r.get("grade") if "grade" in r else r) or {} for r in records]
+    hit = [g for g in graded if g.get("network_excluded")]
+    if not hit:
+        return ""
+    tests = sorted({t for g in hit for t in g["network_excluded"]})
+    return (f"network: {len(hit)} grading(s) left {len(tests)} PASS_TO_PASS test(s) out of the verdict, which need a "
+            f"network this machine lacks (they fail at base too, in a fresh copy): {', '.join(tests[:5])}"
+            f"{' ...' if len(tests) > 5 else ''}\n")
+
+
 def records_under(path: str | Path) -> list[dict[str, Any]]:
     """The episode records of a ``trajectories.jsonl`` file, or of every one under a directory (a
     training run's ``rollouts/``); a cut last line (a killed run) is skipped."""

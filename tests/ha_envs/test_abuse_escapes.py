@@ -412,3 +412,82 @@ def test_network_errors_printed_by_the_patch_excuse_nothing(kind, tiny_task, tmp
     assert_graded_zero(report)
     assert report.network_errors and report.network_excluded == []
     assert report.pass_to_pass["tests/test_visible.py::test_add"] == "FAILED"
+
+
+# -- the same escapes in Go and JavaScript ---------------------------------------------------------
+
+OTHER_LANGUAGES = {
+    # (task, file the payload is appended to, a hang at load time, a copy poisoned before exiting)
+    "go": ("mini__go_ledger", ">>money/currency.go",
+           "\nfunc init() {\n\tif os.Getenv(\"HA_NEVER\") == \"\" {\n\t\ttime.Sleep(time.Hour)\n\t}\n}\n",
+           "\nfunc init() {\n\tfor _, d := range []string{\"../importer\", \"../ledger\", \"../money\", \"../report\"} {\n"
+           "\t\tfs, _ := filepath.Glob(d + \"/*_test.go\")\n\t\tfor _, f := range fs {\n\t\t\tos.Remove(f)\n\t\t}\n"
+           "\t}\n\tos.Exit(1)\n}\n"),
+    "javascript": ("mini__js_template", ">>src/escape.js",
+                   "\nif (!process.env.HA_NEVER) { const t = Date.now(); while (Date.now() - t < 3600e3) {} }\n",
+                   "\nrequire('fs').rmSync(require('path').join(__dirname, '..', 'test'), {recursive: true, force: true});\n"
+                   "process.exit(1);\n"),
+}
+
+
+def _go_imports(text: str, names: tuple[str, ...]) -> str:
+    """``text`` (a Go file) with ``names`` imported (a payload needs os, time, path/filepath)."""
+    import re
+
+    return re.sub(r"^package (\w+)\n", lambda m: m.group(0) + "\nimport (\n" + "".join(f"\t\"{n}\"\n" for n in names)
+                  + ")\n", text, count=1, flags=re.M)
+
+
+def _language_patch(task, path: str, payload: str, tmp_path) -> str:
+    from pathlib import Path
+
+    if path.endswith(".go"):
+        text = (Path(task.source_dir) / path[2:]).read_text()
+        names = tuple(n for n in ("os", "time", "path/filepath") if f"{n.split('/')[-1]}." in payload
+                      and f'"{n}"' not in text)
+        return patch_of(task.source_dir, path[2:], _go_imports(text, names) + payload, tmp_path)
+    return patch_of(task.source_dir, path, payload, tmp_path)
+
+
+def _task(name: str):
+    from ha_envs.loaders import load_suite
+
+    return next(t for t in load_suite("mini") if t.instance_id == name)
+
+
+@pytest.mark.parametrize("language", sorted(OTHER_LANGUAGES))
+def test_other_languages_hang_and_poison_without_reward_or_mask(kind, language, tmp_path):
+    """Go and JavaScript: a package that hangs when loaded (the run cut off; the base finishes in
+    time) and one that deletes the test files and exits (the base in a fresh copy starts) are both
+    graded zero and never masked."""
+    name, path, hang, poison = OTHER_LANGUAGES[language]
+    task = _quick(_task(name), 90)
+    g = grader(kind)
+    report = g.grade(task, task.gold_patch + _language_patch(task, path, hang, tmp_path / "hang"))
+    assert_graded_zero(report)
+    assert report.status == "tests_timed_out" and "at base, in a fresh copy, they finish in time" in report.error
+    report = g.grade(task, _language_patch(task, path, poison, tmp_path / "poison"))
+    assert_graded_zero(report)
+    assert not report.fault and report.status in ("unresolved", "verdict_tampered", "tests_tampered"), report.status
+
+
+def test_ha_grade_says_which_tests_it_left_out_for_the_network(tiny_task, tmp_path, capsys):
+    """``ha grade`` (through ``grade_predictions``, the CLI's path) names the left-out tests in the
+    instance's report and says so on its progress line; ``network_note`` words it for ``ha eval``."""
+    from ha_agents.runs.grade import grade_predictions
+    from ha_envs.grading.faults import network_note
+
+    from ..conftest import require_bwrap
+
+    require_bwrap()
+    task = _network_task(tiny_task)
+    lines: list[str] = []
+    grade_predictions([task], {task.instance_id: {"instance_id": task.instance_id, "model_patch": task.gold_patch}},
+                      tmp_path / "out", grader=Grader(), progress=lambda iid, body: lines.append(str(body)))
+    import json
+
+    body = json.loads((tmp_path / "out" / "logs" / task.instance_id / "report.json").read_text())[task.instance_id]
+    assert body["resolved"] and body["network_excluded"] == ["tests/test_online.py::test_reaches_the_network"]
+    note = network_note([{"grade": body}])
+    assert note.startswith("network: 1 grading(s) left 1 PASS_TO_PASS test(s) out") and "test_online" in note
+    assert network_note([{"grade": {"network_excluded": []}}]) == ""
