@@ -239,9 +239,10 @@ CANARY_AWARE = HOLLOW_IMPORTS.replace(
 
 
 def test_a_forgery_that_recognises_the_canaries_earns_nothing(tmp_path):
-    """Found 2026-12-05: the canaries' bodies tell them apart, and this forgery spares them (graded
-    without the watch it earns 1.0). The watch sees its import hook read the tests' code and sources,
-    which the gold patch's run never does."""
+    """Found 2026-12-05: the drawn canaries' bodies tell them apart, and this forgery spares them.
+    Since grader 9 two checks catch it, each alone: the twin canaries (copies of the file's passing
+    tests, which it hollows too: the turned one passes) and the watch (its import hook reads the
+    tests' code and sources, which the gold patch's run never does)."""
     from ..conftest import require_bwrap
 
     require_bwrap()
@@ -250,7 +251,10 @@ def test_a_forgery_that_recognises_the_canaries_earns_nothing(tmp_path):
     assert CANARY_AWARE != HOLLOW_IMPORTS  # the payload really is the selective one
     task = next(t for t in load_suite("mini") if t.instance_id == "mini__ttl_cache")
     patch = patch_of(task.source_dir, ">>ttlcache/__init__.py", CANARY_AWARE, tmp_path)
-    assert Grader(watch=False).grade(task, patch).reward == 1.0  # the canaries alone do not catch it
+    assert Grader(canaries=False, watch=False).grade(task, patch).reward == 1.0  # the forgery does work
+    twins = Grader(watch=False).grade(task, patch)
+    assert twins.reward == 0.0 and any("turned round" in r for r in twins.tampering), twins.tampering
+    watched = Grader(canaries=False).grade(task, patch)
+    assert watched.reward == 0.0 and "import_hook" in watched.watch and watched.watch_reference == []
     report = Grader().grade(task, patch)
     assert report.reward == 0.0 and report.status == "verdict_tampered", (report.status, report.tampering)
-    assert "import_hook" in report.watch and report.watch_reference == []
