@@ -73,7 +73,7 @@ def main() -> None:
     tools_env = ha_envs.make(task=task, harness=TOOLS_ONLY, **kw)
     h2_env = ha_envs.make(task=task, harness=load_spec("h2"), **kw)
     tool, h2 = Stepper(tools_env), Stepper(h2_env)
-    sandbox = tools_env.unwrapped.sandbox
+    sandbox = tools_env.get_wrapper_attr("sandbox")
     n = args.n
 
     def raw_sed_edit(run, a, b):

@@ -73,6 +73,8 @@ class HarnessTurn:
     messages: list[dict[str, Any]]
     calls: list[ToolCall] = field(default_factory=list)
     submit: bool = False
+    sandbox_s: float = 0.0
+    """Seconds the harness's tools spent in the sandbox this turn (added to ``timings``)."""
 
 
 class RepairEnv(gym.Env):
@@ -89,6 +91,8 @@ class RepairEnv(gym.Env):
         max_turns: int = 60,
         max_format_errors: int = 3,
         command_timeout_s: float = 120.0,
+        output_head_bytes: int | None = None,
+        output_tail_bytes: int | None = None,
         episode_timeout_s: float | None = None,
         grade_on_truncation: bool = True,
     ) -> None:
@@ -99,6 +103,9 @@ class RepairEnv(gym.Env):
             sandbox: ``"local"`` or a callable ``task -> Sandbox``.
             max_turns: steps before the episode is truncated (``max_turns``).
             max_format_errors: consecutive unusable messages before it ends (``format_errors``).
+            command_timeout_s: the cap on one command (``sandbox_options`` may set it instead).
+            output_head_bytes, output_tail_bytes: how much of a long command output the agent sees
+                (None: the sandbox's default); the grader's sandboxes keep their own.
             episode_timeout_s: wall-clock cap for the episode (``agent_timeout``).
             grade_on_truncation: grade the work copy as it stands when the episode is truncated,
                 as SWE-agent's autosubmission does (reward is reported, the sample stays usable).
@@ -121,6 +128,9 @@ class RepairEnv(gym.Env):
             opts = {k: v for k, v in self._sandbox_options.items() if k in DockerSandboxConfig.__dataclass_fields__}
             grader = Grader(docker_sandbox_factory(DockerSandboxConfig(**opts)))
         self.grader = grader or Grader()
+        # what the agent sees of a long output: its sandbox's, never the grader's (set above)
+        self._sandbox_options.update({k: v for k, v in (("output_head_bytes", output_head_bytes),
+                                                        ("output_tail_bytes", output_tail_bytes)) if v is not None})
         self.max_turns = max_turns
         self.max_format_errors = max_format_errors
         self.episode_timeout_s = episode_timeout_s
@@ -158,16 +168,6 @@ class RepairEnv(gym.Env):
     def command_timeout_s(self) -> float:
         """The cap on one command in the sandbox (the harness's ``limits.command_timeout_s``)."""
         return float(self._sandbox_options.get("command_timeout_s", 120.0))
-
-    def configure(self, max_turns: int | None = None, max_format_errors: int | None = None,
-                  sandbox_options: dict[str, Any] | None = None) -> None:
-        """Limits set by a harness (applied from the next reset for sandbox options)."""
-        if max_turns is not None:
-            self.max_turns = max_turns
-        if max_format_errors is not None:
-            self.max_format_errors = max_format_errors
-        if sandbox_options:
-            self._sandbox_options.update(sandbox_options)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -220,6 +220,7 @@ class RepairEnv(gym.Env):
         if isinstance(action, HarnessTurn):
             self.format_errors = 0
             self.tool_counts.update(c.name for c in action.calls)
+            self.timings["sandbox_s"] += action.sandbox_s
             if action.submit:
                 return self._finish("submitted", terminated=True, obs=action.messages)
             return self._after_action(action.messages)
@@ -357,15 +358,6 @@ class RepairEnv(gym.Env):
         super().close()
 
 
-def running(env: gym.Env) -> RepairEnv:
-    """The base env of ``env``, which must be inside an episode (else EpisodeOverError): harness
-    layers check this before touching the sandbox."""
-    base = env.unwrapped
-    if not isinstance(base, RepairEnv) or base._done or base.sandbox is None or base.task is None:
-        raise EpisodeOverError("the episode is over (or never started): call reset() first")
-    return base
-
-
 def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
     """A tool's answer: ``role="tool"`` echoing the call id when the call had one, else a user turn."""
     extra = {} if ok else {"error": True}
@@ -374,4 +366,4 @@ def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
     return message("user", text, "tool", name=call.name, **extra)
 
 
-__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS", "running"]
+__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS"]

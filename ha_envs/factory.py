@@ -7,7 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from .env import RepairEnv, SandboxMaker
+from .env import SandboxMaker
 from .harness import build, load_spec
 from .task import Task
 
@@ -18,9 +18,9 @@ def make(task: Task | str | None = None, harness: Any = "h0", sandbox: str | San
     path to a YAML/JSON HarnessSpec, or a HarnessSpec. This is the entry point of the gym id
     ``ha_envs/Repair-v0``."""
     # Limits given here win over the spec's (and so change its hash: the record stays honest).
-    spec = load_spec(harness).with_limits(kwargs.get("max_turns"), kwargs.get("command_timeout_s"),
-                                          kwargs.get("max_format_errors"))
-    return build(RepairEnv(task=task, sandbox=sandbox, **kwargs), spec)
+    spec = load_spec(harness).with_limits(kwargs.pop("max_turns", None), kwargs.pop("command_timeout_s", None),
+                                          kwargs.pop("max_format_errors", None))
+    return build(spec, task=task, sandbox=sandbox, **kwargs)
 
 
 __all__ = ["make"]

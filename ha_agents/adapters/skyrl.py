@@ -50,7 +50,7 @@ class HarnessTextEnv(BaseTextEnv):
 
     def init(self, prompt: ConversationType | None = None) -> tuple[ConversationType, dict[str, Any]]:
         messages, self.last_metadata = self.episode.reset()
-        self.turns, self.max_turns = 0, self.episode.env.unwrapped.max_turns
+        self.turns, self.max_turns = 0, self.episode.env.get_wrapper_attr("max_turns")
         return messages, self.last_metadata
 
     def step(self, action: str) -> BaseTextEnvStepOutput:

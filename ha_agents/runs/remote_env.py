@@ -93,10 +93,6 @@ class RemoteEnv:
         self.node: str | None = None
         self._lost: str | None = None
 
-    @property
-    def unwrapped(self) -> "RemoteEnv":
-        return self
-
     def get_wrapper_attr(self, name: str) -> Any:
         if name in ("end", "abort", "task"):
             return getattr(self, name)

@@ -148,12 +148,13 @@ class HarnessAgentLoop(AgentLoopBase):
             await self._call(env.close)
 
     async def _episode(self, env: Any, spec: HarnessSpec, sampling_params: dict[str, Any]) -> AgentLoopOutput:
-        base = env.unwrapped
         infra_error = ""
         try:
             obs, info = await self._call(env.reset)
         except Exception as exc:  # noqa: BLE001 - a sandbox that cannot start: masked, reported
             return self._failed(f"reset failed: {type(exc).__name__}: {exc}", spec)
+        # Ending from outside goes through the wrapper stack (each layer adds its part of info).
+        end, abort = env.get_wrapper_attr("end"), env.get_wrapper_attr("abort")
         tools = info.get("tools") or None
         messages = template_view(obs)
         prompt_ids = await self.ct_build_initial_tokens(messages, tools=tools)
@@ -166,14 +167,14 @@ class HarnessAgentLoop(AgentLoopBase):
         while True:
             left = self.response_length - len(mask)
             if left <= 0:
-                obs, reward, _, _, info_end = await self._call(base.end, "context_limit")
+                obs, reward, _, _, info_end = await self._call(end, "context_limit")
                 break
             try:
                 out = await self.server_manager.generate(request_id, prompt_ids=stream,
                                                          sampling_params={**sampling_params, "max_tokens": left})
             except Exception as exc:  # noqa: BLE001 - the server failed for good: masked
                 infra_error = f"generate failed: {type(exc).__name__}: {exc}"
-                obs, reward, _, _, info_end = await self._call(base.abort, infra_error, "model_error")
+                obs, reward, _, _, info_end = await self._call(abort, infra_error, "model_error")
                 break
             ids = list(out.token_ids)
             merged, mask, logprobs = await self.ct_merge_assistant_token(
@@ -185,7 +186,7 @@ class HarnessAgentLoop(AgentLoopBase):
             messages.append({"role": "assistant", "content": text})
             if len(ids) >= left and not (ids and ids[-1] in self.eos_ids):
                 # the budget ran out inside this turn (the server calls that "completed"): grade as is
-                obs, reward, _, _, info_end = await self._call(base.end, "context_limit")
+                obs, reward, _, _, info_end = await self._call(end, "context_limit")
                 break
             obs, reward, term, trunc, info_end = await self._call(env.step, {"content": text})
             if term or trunc:
@@ -196,9 +197,10 @@ class HarnessAgentLoop(AgentLoopBase):
                                                                      tools=tools)
             stream = merged.token_ids
             if len(mask) >= self.response_length:
-                obs, reward, _, _, info_end = await self._call(base.end, "context_limit")
+                obs, reward, _, _, info_end = await self._call(end, "context_limit")
                 break
         self.messages = messages  # the final conversation, as the chat template sees it
+        self.final_info = info_end  # the env's last info, every layer's part in it
         termination = info_end.get("termination")
         outcome = classify({"instance_id": spec.hash, "termination": termination, "reward": reward,
                             "mask_sample": bool(info_end.get("mask_sample")) or bool(infra_error)})

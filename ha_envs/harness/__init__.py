@@ -6,10 +6,11 @@ from .tool_calls import (PARSERS, FormatError, InvalidArguments, InvalidJSON, Ma
                       NoToolCall, ToolCallParser, TruncatedCall, UnknownTool, render_call)
 from .spec import HarnessSpec, HarnessSpecError, diff, load_spec, preset_names
 from .tools import TOOLS, Tool, ToolOutput, register_tool
-from .wrappers import HooksWrapper, ParserWrapper, ToolsWrapper, build
+from .runtime import HarnessRuntime
+from .wrappers import EpisodeGuard, HarnessLayer, HooksWrapper, ParserWrapper, ToolsWrapper, build
 
-__all__ = ["FormatError", "HOOKS", "HarnessSpec", "HarnessSpecError", "Hook", "HookContext", "HooksWrapper",
-           "InvalidArguments", "InvalidJSON", "MalformedCall", "MultipleToolCalls", "NoToolCall", "PARSERS",
-           "ParserWrapper", "Rewrite", "TOOLS", "Tool", "ToolCallParser", "ToolOutput", "ToolsWrapper",
-           "TruncatedCall", "UnknownTool", "Veto", "build", "diff", "load_spec", "preset_names", "register_hook",
-           "register_tool", "render_call"]
+__all__ = ["EpisodeGuard", "FormatError", "HOOKS", "HarnessLayer", "HarnessRuntime", "HarnessSpec",
+           "HarnessSpecError", "Hook", "HookContext", "HooksWrapper", "InvalidArguments", "InvalidJSON",
+           "MalformedCall", "MultipleToolCalls", "NoToolCall", "PARSERS", "ParserWrapper", "Rewrite", "TOOLS",
+           "Tool", "ToolCallParser", "ToolOutput", "ToolsWrapper", "TruncatedCall", "UnknownTool", "Veto", "build",
+           "diff", "load_spec", "preset_names", "register_hook", "register_tool", "render_call"]

@@ -60,7 +60,7 @@ def _config(model_dir: Path, loop_yaml: Path, response_length: int = 6000, extra
             "actor_rollout_ref.rollout.agent.default_agent_loop=harnessadapt", *extra])
 
 
-def _loop(model_dir, tmp_path, server, response_length=6000, truncated="drop"):
+def _loop(model_dir, tmp_path, server, response_length=6000, truncated="drop", harness=TRAIN_HARNESS):
     from transformers import AutoTokenizer
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
@@ -72,7 +72,7 @@ def _loop(model_dir, tmp_path, server, response_length=6000, truncated="drop"):
     tok = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     return HarnessAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tok, processor=None,
                             dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data), hf_model_type="qwen2",
-                            harness=TRAIN_HARNESS.to_dict(), tasks={"suite": "mini"}, truncated=truncated), tok
+                            harness=harness.to_dict(), tasks={"suite": "mini"}, truncated=truncated), tok
 
 
 def _episode(model_dir, tmp_path, server, **kw):
@@ -81,7 +81,7 @@ def _episode(model_dir, tmp_path, server, **kw):
         loop, tok = _loop(model_dir, tmp_path, server, **kw)
         out = await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": "x"}],
                              extra_info={"instance_id": TASK})
-        tok.last_messages = loop.messages
+        tok.last_messages, tok.last_info = loop.messages, loop.final_info
         return out, tok
 
     return asyncio.run(go())
@@ -146,6 +146,25 @@ def test_server_failure_is_masked(model_dir, tmp_path):
     info = out.extra_fields["reward_extra_info"]
     assert info["mask_sample"] == 1.0 and info["termination"] == "model_error" and out.reward_score == 0.0
     assert sum(out.response_mask) == 0
+
+
+def test_episodes_end_through_the_wrapper_stack(model_dir, tmp_path):
+    """Out of context and a failed server end the episode from outside, through every layer: the
+    hooks layer's firings and the tools layer's counts are in the final info (the base alone has
+    neither)."""
+    from dataclasses import replace
+
+    from ha_envs.harness.spec import Component
+
+    hooked = replace(TRAIN_HARNESS, hooks=(Component("repo_overview"),))
+    long = "<tool_call>\n" + json.dumps({"name": "bash", "arguments": {"command": "echo " + "a b " * 400}}) + "\n</tool_call>"
+    for server, termination in ((ScriptedServer(str(model_dir), [long] * 5), "context_limit"),
+                                (ScriptedServer(str(model_dir), ["thinking", SUBMIT], fail_at=1), "model_error")):
+        out, tok = _episode(model_dir, tmp_path, server, response_length=700, harness=hooked)
+        info = tok.last_info
+        assert out.extra_fields["reward_extra_info"]["termination"] == info["termination"] == termination
+        assert info["hooks"]["repo_overview"]["count"] == 1  # the hooks layer's end of episode
+        assert info["edits"] == 0 and info["tool_errors"] == 0  # the tools layer's
 
 
 def test_dataset_reads_back_through_verls_rlhf_dataset(model_dir, tmp_path):
