@@ -125,11 +125,9 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
     odd = [(c, s) for c, s in results.items() if c not in forged and not c.twin and c.host in ran and not timed_out
            and (s not in (FAILED, ERROR) and (plan.failures_reported or s != "MISSING") if c.must_fail else s != PASSED)]
     for c, s in results.items():
-        if c.twin and c not in forged and not timed_out and _twin_status(c, rest) == PASSED and \
-                (s not in (FAILED, ERROR) if c.must_fail else s != PASSED):
-            reasons.append(f"a copy of the passing test {c.twin} in {c.host}, which must "
-                           f"{'fail (one of its assertions turned round)' if c.must_fail else 'pass as it does'}, "
-                           f"was reported {s.lower()}")
+        if c.twin and c not in forged and not timed_out and _twin_status(c, rest) == PASSED and s not in (FAILED, ERROR):
+            reasons.append(f"a copy of the passing test {c.twin} in {c.host}, which must fail (one of its assertions "
+                           f"turned round), was reported {s.lower()}")
     for c, s in odd:
         want = "fail" if c.must_fail else "pass"
         reasons.append(f"a canary test that must {want} in {c.host} was reported {s.lower()}, while that file's "
@@ -469,12 +467,11 @@ def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) 
                 continue
             head = f"package {pkg.group(1)}\n\nimport \"testing\"\n"
         text_out = head + WRITERS[kind](text, canaries, rng, taken)
-        if kind == "pytest":
-            for orig, must_fail, source in twins(path, text, task.tests.pass_to_pass, task.tests.fail_to_pass, 2,
-                                                 rng, allow_fail):
+        if kind == "pytest" and allow_fail:
+            for orig, source in twins(path, text, task.tests.pass_to_pass, task.tests.fail_to_pass, 1, rng):
                 name = _name(kind, existing, taken, rng)
                 taken.add(name)
-                canaries.append(Canary(name, must_fail, path, twin=orig))
+                canaries.append(Canary(name, True, path, twin=orig))
                 text_out += "\n\n" + source.replace(TWIN_NAME, name) + "\n"
         out.appends[target] = text_out
         if _filtered(task, kind, path):

@@ -189,10 +189,10 @@ def _kind(filename):
         k = "lib" if filename.startswith("<frozen") else "code"
     else:
         real = os.path.realpath(filename)
-        if real in _CHANGED:
+        if real == _SELF or real.startswith(_RUNNER_DIRS):
+            k = "runner"  # also when the repository is the runner (pytest's own): its patch changes it by design
+        elif real in _CHANGED:
             k = "code"
-        elif real == _SELF or real.startswith(_RUNNER_DIRS):
-            k = "runner"
         elif real.startswith(_STDLIB) or not real.startswith(_WORKDIR) or os.sep + "site-packages" + os.sep in real:
             k = "lib"
         else:
