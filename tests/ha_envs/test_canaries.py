@@ -16,7 +16,7 @@ from ha_envs.grading.consistency import exit_status_reasons, go_package_reasons
 from ha_envs.grading.log_parsers import FAILED, PASSED, get_parser
 from ha_envs.grading.screen import screen
 from ha_envs.loaders import load_suite
-from ha_envs.task import Task
+from ha_envs.task import Task, TestSpec
 
 SUITE = {t.instance_id: t for t in load_suite("mini")}
 
@@ -350,3 +350,82 @@ def test_a_selected_file_without_tests_gets_no_canaries():
     plugin = "from ansible.plugins.lookup import LookupBase\n\n\nclass LookupModule(LookupBase):\n    def run(self, terms):\n        return terms\n"
     assert canaries.kind_of(task, "test/integration/targets/config/lookup_plugins/types.py", plugin) is None
     assert canaries.plan(task, {"lookup_plugins/types.py": plugin}) is None
+
+
+# -- twins (canary_twins.py) -----------------------------------------------------------------------
+
+_TWIN_SRC = '''import pytest
+from pkg import area
+
+
+def test_f2p():
+    assert area(2) == 4
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_square(n):
+    got = area(n)
+    assert got == n * n, "message"
+    assert (got
+            >= 0)
+
+
+def test_returns_early():
+    if area(1):
+        return
+    assert False
+
+
+def test_skips():
+    pytest.skip("no")
+    assert area(1) == 1
+
+
+def test_two_on_a_line():
+    x = area(3); assert x == 9
+'''
+
+
+def _twin_task():
+    return Task(instance_id="t__twin", benchmark="test", language="python", problem_statement="", repo="o/r", base_commit="0" * 40,
+                tests=TestSpec(test_patch="", fail_to_pass=("tests/test_t.py::test_f2p",),
+                               pass_to_pass=tuple(f"tests/test_t.py::{n}" for n in (
+                                   "test_square[1]", "test_square[2]", "test_returns_early", "test_skips",
+                                   "test_two_on_a_line")),
+                               test_command="python -m pytest -rA tests/", log_parser="pytest"))
+
+
+def test_twins_copy_only_passing_tests_that_cannot_end_early():
+    from ha_envs.grading.canary_twins import NAME, twins
+
+    task = _twin_task()
+    seen = set()
+    for seed in range(20):
+        for orig, src in twins("tests/test_t.py", _TWIN_SRC, task.tests.pass_to_pass, task.tests.fail_to_pass, 3,
+                               random.Random(seed)):
+            seen.add(orig)
+            assert src.startswith('@pytest.mark.parametrize("n", [1, 2])\ndef ' + NAME + "(n):")
+            assert src.count(" in ()") == 1 and "test_square" not in src
+            compile(src.replace(NAME, "test_x"), "t", "exec")
+    assert seen == {"test_square"}  # not the FAIL_TO_PASS test, nor the early return, the skip, the shared line
+
+
+def test_a_twin_fails_where_its_original_passes_and_a_forgery_is_seen(tmp_path):
+    """Run for real under pytest: the twin (both parameters) fails with the original passing, and
+    check() is quiet; reported passed, it is a forgery; with the original failing, nothing is said."""
+    task = _twin_task()
+    (tmp_path / "pkg.py").write_text("def area(n):\n    return n * n\n")
+    (tmp_path / "tests").mkdir()
+    plan = canaries.plan(task, {"tests/test_t.py": _TWIN_SRC}, random.Random(5))
+    twin = next(c for c in plan.canaries if c.twin)
+    assert twin.twin == "test_square" and twin.must_fail
+    (tmp_path / "tests/test_t.py").write_text(_TWIN_SRC + plan.appends["tests/test_t.py"])
+    out = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/"], cwd=tmp_path,
+                         capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    statuses = get_parser("pytest")(out.stdout)
+    assert statuses[f"tests/test_t.py::{twin.name}[1]"] == FAILED and statuses["tests/test_t.py::test_square[2]"] == PASSED
+    assert canaries.check(plan, statuses, out.returncode, False, True) == [], out.stdout[-1500:]
+    forged = {k: (PASSED if twin.name in k else s) for k, s in statuses.items()}
+    assert any("turned round" in r for r in canaries.check(plan, forged, 1, False, True))
+    broken = {k: (FAILED if "test_square" in k or twin.name in k else s) for k, s in statuses.items()}
+    assert not any("test_square" in r for r in canaries.check(plan, broken, 1, False, True))
