@@ -41,7 +41,7 @@ demo: install
 	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
 	$(BIN)/ha train --backend local --suite mini --instances mini__ini_interpolation mini__invoice_rounding \
 	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 250 --updates 3 \
-	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --max-new-tokens 700 --context-tokens 8192 \
+	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --max-tokens 700 --context-tokens 8192 \
 	  --out $(OUT)/train
 
 test: install

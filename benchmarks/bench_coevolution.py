@@ -49,7 +49,7 @@ TRAIN = ["mini__ini_interpolation", "mini__invoice_rounding", "mini__js_template
          "mini__semver_ranges"]
 HELDOUT = ["mini__rust_intervals", "mini__jsonpath_lite", "mini__recurring_events"]
 ARMS = ("grpo", "evolution", "coevolution")
-MODEL_FLAGS = ["--max-new-tokens", "700", "--context-tokens", "8192"]
+MODEL_FLAGS = ["--max-tokens", "700", "--context-tokens", "8192"]
 
 
 def ha(*args: str, log: Path | None = None) -> None:

@@ -77,12 +77,12 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
     if not done("sft/model"):
         run(["engineer", "sft", "--data", str(d / "e" / "sft.jsonl"), "--engineer", str(d / "engineer0"),
              "--init-model", "qwen", "--epochs", str(args.sft_epochs), "--lr", "3e-3", "--engineer-seed", str(seed),
-             "--max-new-tokens", "160", "--out", str(d / "sft")])
+             "--max-tokens", "160", "--out", str(d / "sft")])
     teacher = [json.loads(x) for x in (d / "e" / "teacher-scores.jsonl").read_text().splitlines()]
     setup_s = time.monotonic() - t0
     run(["engineer", "train", *src, "--batches", str(d / "batches.json"), "--engineer", str(d / "sft" / "model"),
          "--updates", str(args.updates), "--batches-per-update", "4", "--k", str(args.k), "--lr", str(args.lr),
-         "--max-new-tokens", "160", "--engineer-temperature", str(args.temperature), *target, "--engineer-seed", str(seed),
+         "--max-tokens", "160", "--engineer-temperature", str(args.temperature), *target, "--engineer-seed", str(seed),
          "--out", str(d / "e")] + (["--resume"] if args.resume else []))
     metrics = [json.loads(x) for x in (d / "e" / "engineer" / "metrics.jsonl").read_text().splitlines()]
     evals = {}

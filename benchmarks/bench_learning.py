@@ -74,20 +74,20 @@ def main() -> None:
         root = Path(args.keep) if args.keep else Path(d)
         root.mkdir(parents=True, exist_ok=True)
         init_model(root / "model", "qwen", hidden=64, layers=2, heads=4, seed=0)
-        tr = LocalTrainer(root / "model", LocalConfig(lr=args.lr, max_new_tokens=700, context_tokens=8192, seed=0))
+        tr = LocalTrainer(root / "model", LocalConfig(lr=args.lr, max_tokens=700, context_tokens=8192, seed=0))
         ws = warm_start(tr, train_tasks + held_tasks, root, epochs=args.sft_epochs, lr=6e-3)
         print(f"warm start (all {len(train_tasks) + len(held_tasks)} tasks): {json.dumps(ws)}", flush=True)
         tr.save(root / "warm")
         results = []
         for s in args.seeds:
             tr = LocalTrainer(root / "warm" / "model", LocalConfig(lr=args.lr, mini_batches=args.mini_batches,
-                                                                   max_new_tokens=700, context_tokens=8192, seed=s))
+                                                                   max_tokens=700, context_tokens=8192, seed=s))
             tr.load(root / "warm")  # the warm start's optimizer state too, as one continuous run would have it
             sd = root / f"seed-{s}"
             before = {"train": evaluate(tr, train_tasks, args.eval_samples, sd / "eval-before-train"),
                       "heldout": evaluate(tr, held_tasks, args.eval_samples, sd / "eval-before-heldout")}
             hist = train(tr, train_tasks, TrainConfig(updates=args.updates, tasks_per_update=len(train_tasks),
-                                                      group_size=args.group_size, harness=TRAIN_HARNESS, seed=s,
+                                                      group_size=args.group_size, episodes=EpisodeConfig.create(TRAIN_HARNESS), seed=s,
                                                       progress=False), sd / "run",
                          on_update=lambda h: print(f"seed {s} update {h['update']}: reward {h['reward_mean']:.3f} "
                                                    f"trainable {h['trainable_rate']:.3f}", flush=True))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ha_agents.episode import EpisodeConfig  # noqa: E402
 from ha_agents.train import BatchPolicy, TrainConfig, prepare_batch, train  # noqa: E402
 from ha_agents.train.local import LocalConfig, LocalTrainer  # noqa: E402
 from ha_agents.train.models import init_model  # noqa: E402
@@ -48,14 +49,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         init_model(root / "model", "qwen", hidden=args.hidden, layers=args.layers, heads=4, seed=0)
-        cfg = LocalConfig(lr=1e-3, max_new_tokens=700, context_tokens=8192, seed=0)
+        cfg = LocalConfig(lr=1e-3, max_tokens=700, context_tokens=8192, seed=0)
         tr = LocalTrainer(root / "model", cfg)
         t0 = time.monotonic()
         ws = warm_start(tr, tasks, root, epochs=150, lr=6e-3)
         print(f"warm start: {ws} ({time.monotonic() - t0:.0f}s)")
         tr.save(root / "warm")
         hist = train(tr, tasks, TrainConfig(updates=args.updates, tasks_per_update=len(tasks), group_size=args.group_size,
-                                            harness=TRAIN_HARNESS, progress=False), root / "run")
+                                            episodes=EpisodeConfig.create(TRAIN_HARNESS), progress=False), root / "run")
         print("\n## per-update split")
         print("| update | rollouts | rollout s (wall) | grading s (summed over episodes) | update s | trainable tokens | samples |")
         print("|---|---|---|---|---|---|---|")

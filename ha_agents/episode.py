@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +29,7 @@ from .llm.base import LLMClient
 from .llm.options import ModelOptions
 from .llm.registry import make_model
 from .llm.scripted import PolicyClient
-from .loop import AgentLoop, LoopConfig, Trajectory
+from .loop import CONTEXT_TOKENS, AgentLoop, LoopConfig, Trajectory
 from .records.episode_record import EpisodeRecord
 
 SANDBOXES = ("local", "docker")
@@ -43,17 +44,16 @@ class TokenMode:
 
     template: str = "auto"
     tokenizer: str = ""
-    context_tokens: int = 65536
-    max_new_tokens: int | None = None
+    context_tokens: int = CONTEXT_TOKENS
 
     def resolve(self) -> tuple[Any, Any]:
         """(template, tokenizer), loaded once per process."""
         return _resolve(self.template, str(Path(self.tokenizer).resolve()))
 
-    def loop(self, client: LLMClient) -> AgentLoop:
+    def loop(self, client: LLMClient, max_tokens: int | None = None) -> AgentLoop:
+        """An AgentLoop in this token mode; ``max_tokens``: the run's cap per model call."""
         template, tok = self.resolve()
-        return AgentLoop(client, template, tok, LoopConfig(context_tokens=self.context_tokens,
-                                                           max_new_tokens=self.max_new_tokens))
+        return AgentLoop(client, template, tok, LoopConfig(context_tokens=self.context_tokens, max_tokens=max_tokens))
 
 
 @functools.lru_cache(maxsize=8)
@@ -134,11 +134,25 @@ class EpisodeConfig:
                              "not a callable")
         if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
             raise ValueError(f"seed: expected a non-negative integer, got {self.seed!r}")
-        if self.token_mode is not None and self.token_mode.max_new_tokens is not None and \
-                self.token_mode.max_new_tokens >= self.token_mode.context_tokens:
-            raise ValueError(f"token_mode: max_new_tokens {self.token_mode.max_new_tokens} leaves no room for a prompt "
-                             f"in context_tokens {self.token_mode.context_tokens}")
+        if self.token_mode is not None and self.max_tokens is not None and \
+                self.max_tokens >= self.token_mode.context_tokens:
+            raise ValueError(f"model_options: max_tokens {self.max_tokens} leaves no room for a prompt "
+                             f"in token_mode's context_tokens {self.token_mode.context_tokens}")
         return self
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The run's one cap per model call (``model_options.max_tokens``): the loop never asks for more,
+        and a client built from a model spec is configured with it."""
+        return None if self.model_options is None else self.model_options.max_tokens
+
+    def draw_key(self) -> dict[str, Any]:
+        """What of this set-up makes two batches of episodes the same draw (with the same model, tasks
+        and group size): the harness, seed, sampling, tokenisation, sandbox, env options and grader.
+        Where the envs run (``env_placement``) is not part of it."""
+        return {"harness": self.harness.hash, "seed": self.seed, "sampling": repr(self.model_options),
+                "tokens": repr(self.token_mode), "sandbox": self.sandbox,
+                "env": json.dumps(dict(self.env_options), sort_keys=True, default=str), "grader": GRADER_VERSION}
 
     def with_harness(self, harness: "str | Path | HarnessSpec") -> "EpisodeConfig":
         """The same run on another harness (evolution's candidate), validated once."""
@@ -178,9 +192,9 @@ def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSp
     harness = config.harness
     client = as_client(model, config.model_options)
     if config.token_mode is not None:
-        loop = config.token_mode.loop(client)
+        loop = config.token_mode.loop(client, config.max_tokens)
     else:
-        loop = AgentLoop(client, config=LoopConfig())
+        loop = AgentLoop(client, config=LoopConfig(max_tokens=config.max_tokens))
     t0 = time.monotonic()
     env = ENV_PLACEMENTS[config.env_placement](task, harness, config.sandbox, dict(config.env_options))
     try:

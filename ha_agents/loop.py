@@ -37,12 +37,17 @@ from .llm.base import Completion, LLMClient, LLMError, call_options
 from .chat.tokens import as_codec
 
 
+CONTEXT_TOKENS = 65536
+"""The default token budget of a whole conversation in token mode."""
+
+
 @dataclass
 class LoopConfig:
-    context_tokens: int = 65536
+    context_tokens: int = CONTEXT_TOKENS
     """Token budget of the whole conversation in token mode."""
-    max_new_tokens: int | None = None
-    """Cap per model call (token mode: also never more than the context left)."""
+    max_tokens: int | None = None
+    """Cap per model call (token mode: also never more than the context left): the run's one cap,
+    ``ModelOptions.max_tokens``."""
 
 
 @dataclass
@@ -126,7 +131,7 @@ class AgentLoop:
                 traj.messages.extend(obs)
                 break
             kw: dict[str, Any] = {}
-            caps = [c for c in (self.config.max_new_tokens, left if tracking else None) if c]
+            caps = [c for c in (self.config.max_tokens, left if tracking else None) if c]
             if "max_tokens" in self._options and caps:
                 kw["max_tokens"] = min(caps)
             if "seed" in self._options and seed is not None:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ha_cli.sampling import add_sampling_args
+from ha_cli.sampling import add_max_tokens, add_sampling_args
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 
@@ -80,15 +80,13 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import HarnessEditEnv, Target
+    from ha_evolve.harness_edit import HarnessEditEnv
 
     data = _batches(args.batches)
     _pick(data, args.batch)
     tasks = _tasks(args)
     patch_text = Path(args.patch).read_text() if args.patch != "-" else sys.stdin.read()
-    target = Target(args.model, args.harness, args.sandbox, args.runs, args.seed, args.temperature, args.top_p,
-                    args.workers)
-    env = HarnessEditEnv(target, tasks, data["batches"], _records(data["run"]), args.out, args.budget_chars)
+    env = HarnessEditEnv(_target(args), tasks, data["batches"], _records(data["run"]), args.out, args.budget_chars)
     env.reset(options={"batch": args.batch})
     _, reward, _, _, info = env.step(patch_text)
     result = {"batch": args.batch, "reward": reward, **info}
@@ -123,15 +121,20 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
     add_sampling_args(p)
 
 
+def _target(args: argparse.Namespace) -> Any:
+    from ha_evolve.harness_edit import Target
+
+    return Target.create(args.model, args.harness, sandbox=args.sandbox, runs=args.runs, seed=args.seed,
+                         temperature=args.temperature, top_p=args.top_p, workers=args.workers)
+
+
 def _env(args: argparse.Namespace, data: dict[str, Any] | None = None, batches: list[list[str]] | None = None):
-    from ha_evolve.harness_edit import HarnessEditEnv, Target
+    from ha_evolve.harness_edit import HarnessEditEnv
 
     if args.runs < 1:
         raise ValueError(f"--runs {args.runs}: at least 1")
     data = data or _batches(args.batches)
-    target = Target(args.model, args.harness, args.sandbox, args.runs, args.seed, args.temperature, args.top_p,
-                    args.workers)
-    return HarnessEditEnv(target, _tasks(args), batches if batches is not None else data["batches"],
+    return HarnessEditEnv(_target(args), _tasks(args), batches if batches is not None else data["batches"],
                           _records(data["run"]), Path(args.out), args.budget_chars)
 
 
@@ -191,7 +194,7 @@ def _local_trainer(args: argparse.Namespace) -> Any:
     from ha_agents.train.local import LocalConfig, LocalTrainer
 
     return LocalTrainer(args.engineer, LocalConfig(lr=args.lr, temperature=args.engineer_temperature or 1.0,
-                                                   max_new_tokens=args.max_new_tokens,
+                                                   max_tokens=args.max_tokens,
                                                    context_tokens=args.context_tokens, seed=args.engineer_seed))
 
 
@@ -256,19 +259,18 @@ def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
     failure batch, Harness-R1's recipe (K patches per batch, lr 1e-6 constant, clip 0.2 / 0.28, no
     KL), written to OUT/verl; then verl's trainer, or with --dry-run its command."""
     from ha_agents.train.verl_launch import _task_source, paper_overrides, start
-    from ha_evolve.harness_edit import Target
     from ha_evolve.verl_engineer import AGENT_NAME, engineer_loop_yaml, write_batch_dataset
 
     if args.resume:
         raise ValueError("--resume is the local backend's; verl resumes from its checkpoints (trainer.resume_mode)")
     d = Path(args.out) / "verl"
-    target = Target(args.model, args.harness, args.sandbox, args.runs, args.seed, args.temperature, args.top_p, args.workers)
+    target = _target(args)
     loop_yaml = engineer_loop_yaml(d / "agent_loop.yaml", target, _task_source(args), Path(args.batches), Path(args.out),
                                    args.budget_chars)
     train_file = write_batch_dataset(data["batches"], d / "train.parquet")
     model = str(Path(args.engineer).resolve()) if Path(args.engineer).exists() else args.engineer
     overrides = paper_overrides(model, train_file, loop_yaml, Path(args.out), args.updates, args.batches_per_update, args.k,
-                                args.lr, args.context_tokens, prompt_length=args.context_tokens - args.max_new_tokens,
+                                args.lr, args.context_tokens, prompt_length=args.context_tokens - args.max_tokens,
                                 engine=args.rollout_engine, gpus_per_node=args.gpus_per_node, nnodes=args.nnodes,
                                 norm_std=args.normalize_std, temperature=args.engineer_temperature or 1.0,
                                 agent_name=AGENT_NAME)
@@ -363,7 +365,7 @@ def _add_engineer(p: argparse.ArgumentParser, local: bool) -> None:
     if local:
         g.add_argument("--engineer", required=True, help="the engineer: a local model directory (config.json)")
         g.add_argument("--lr", type=float, default=1e-6, help="learning rate (the method's GRPO: 1e-6)")
-        g.add_argument("--max-new-tokens", type=int, default=512)
+        add_max_tokens(g, 512)
         g.add_argument("--context-tokens", type=int, default=32768)
     g.add_argument("--engineer-temperature", type=float, default=None,
                    help="the engineer's sampling temperature (train: default 1.0)")

@@ -10,6 +10,7 @@ from pathlib import Path
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 from ha_cli.harness_cmd import _spec
+from ha_cli.sampling import add_max_tokens
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     token_mode = None
     if args.tokenizer:
-        token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens, args.max_new_tokens)
+        token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens)
         template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
         print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
     from ha_agents.llm.options import ModelOptions, load_model_kwargs
@@ -141,12 +142,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--template", default="auto", help="token mode: auto (the model's own chat template when the "
                    "tokenizer dir has one, else chatml), model, chatml, hermes")
     p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="token mode: cap per model call "
-                   "(never more than the context left)")
     m = p.add_argument_group("model options (recorded in summary.json)")
     m.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the backend's, 0)")
     m.add_argument("--top-p", type=float, default=None)
-    m.add_argument("--max-tokens", type=int, default=None, help="cap per model call")
+    add_max_tokens(m, None, "cap per model call (token mode: never more than the context left)")
     m.add_argument("--seed", type=int, default=None, help="seed every episode's sampling (per task, run and turn)")
     m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",

@@ -23,9 +23,8 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     tasks = _tasks(args)
     proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
     config = EvolveConfig(rounds=args.rounds, group_size=args.group_size, candidates=args.candidates,
-                          decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch, sandbox=args.sandbox,
-                          workers=args.workers, executor=args.executor, env_placement=args.env_placement,
-                          seed=args.seed, **gate_config(args))
+                          decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch,
+                          workers=args.workers, executor=args.executor, seed=args.seed, **gate_config(args))
     out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not args.resume:
         raise ValueError(f"{out} is not empty: pass --resume to continue that run, or another --out")
@@ -33,7 +32,11 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     note = greedy_warning(args.model, options, args.group_size)
     if note:
         print(f"warning: {note}", file=sys.stderr)
-    evo = Evolution(out, tasks, args.model, _spec(args.harness), proposer, config, model_options=options,
+    from ha_agents.episode import EpisodeConfig
+
+    episodes = EpisodeConfig.create(_spec(args.harness), sandbox=args.sandbox, model_options=options,
+                                    env_placement=args.env_placement)
+    evo = Evolution(out, tasks, args.model, episodes, proposer, config,
                     progress=lambda text: print(text, file=sys.stderr, flush=True))
     final = evo.run()
     print(table(out))

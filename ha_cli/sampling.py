@@ -6,6 +6,7 @@ recorded run per member, the scripted policies draw from the member's seed), wit
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -17,6 +18,22 @@ def add_sampling_args(parser: argparse.ArgumentParser) -> None:
                    help="sampling temperature (default: the backend's, 0 for openai: and hf:: greedy, so a group's "
                         "members are copies and the trainable rate is 0)")
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default: the backend's)")
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old flag kept for its documented uses: stores into the new flag's destination and says so."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
+        print(f"{option_string} is deprecated: use {self.metavar}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_max_tokens(group: Any, default: int | None, help: str = "cap per model call") -> None:
+    """``--max-tokens N``, the one cap per model call (``ModelOptions.max_tokens``; in token mode also
+    never more than the context left); ``--max-new-tokens``, its old name, is a deprecated alias."""
+    group.add_argument("--max-tokens", type=int, default=default, help=help)
+    group.add_argument("--max-new-tokens", type=int, dest="max_tokens", action=_DeprecatedAlias, default=argparse.SUPPRESS,
+                       metavar="--max-tokens", help=argparse.SUPPRESS)
 
 
 def model_options(args: argparse.Namespace) -> Any:

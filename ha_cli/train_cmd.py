@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ha_cli.sampling import add_max_tokens
+
 
 def add_train_parser(sub: Any, add_source: Any) -> None:
     p = sub.add_parser("train", help="train a policy with GRPO (local torch trainer, or verl on a GPU node)",
@@ -34,7 +36,7 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--entropy-coef", type=float, default=0.0)
     p.add_argument("--truncated", choices=["drop", "keep"], default="drop",
                    help="truncated episodes: dropped from the batch (the paper) or trained with their reward")
-    p.add_argument("--max-new-tokens", type=int, default=512, help="cap per model call")
+    add_max_tokens(p, 512)
     p.add_argument("--context-tokens", type=int, default=65536, help="token budget of an episode")
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--warm-start", type=int, default=0, metavar="EPOCHS",
@@ -151,7 +153,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         return launch(args, tasks, spec, out)
     _need_torch()
     from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
-    from ha_agents.episode import EpisodeConfig
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.losses import LossConfig
 
@@ -166,11 +167,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if out.exists() and (out / "metrics.jsonl").exists() and not args.resume:
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
     config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
-                         max_new_tokens=args.max_new_tokens, context_tokens=args.context_tokens, seed=args.seed,
+                         max_tokens=args.max_tokens, context_tokens=args.context_tokens, seed=args.seed,
                          loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef))
     trainer = LocalTrainer(model, config)
     check_context(trainer.token_mode, tasks[0], spec)
     _start_optimizer(trainer, args, model)
+    episodes = run_episodes(args, spec, trainer)
     ledger = RolloutLedger()
     if args.exclude_benchmark or args.pool_k:
         evaluation = []
@@ -180,7 +182,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             evaluation = load_benchmark(args.exclude_benchmark)
         report = build_pool(tasks, evaluation=evaluation, model=trainer.client() if args.pool_k else None,
                             k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
-                            harness=EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=trainer.token_mode))
+                            episodes=episodes)
         print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
               f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
         tasks = report.tasks
@@ -209,10 +211,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                     tb.add_scalar(f"train/{k}", v, row["update"])
             tb.flush()
 
-    evolve = _evolver(args, tasks, out, ledger) if args.evolve or args.skill_teacher else None
+    evolve = _evolver(args, tasks, out, ledger, episodes) if args.evolve or args.skill_teacher else None
     history = train(trainer, tasks, TrainConfig(
-        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, harness=spec,
-        sandbox=args.sandbox, env_placement=args.env_placement, workers=args.workers, seed=args.seed,
+        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,
+        workers=args.workers, seed=args.seed,
         save_every=args.save_every,
         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
         progress=not args.no_progress, evolve_every=args.evolve_every if evolve is not None else 0,
@@ -227,6 +229,17 @@ def cmd_train(args: argparse.Namespace) -> int:
           f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
           f"--harness {out / 'checkpoint' / 'harness.yaml'})")
     return 0
+
+
+def run_episodes(args: argparse.Namespace, spec: Any, trainer: Any) -> Any:
+    """The run's one ``EpisodeConfig``: training, the pool, skill preparation and evolution run
+    variants of it (``replace``: the epoch's harness, a seed), so every setting reaches them all."""
+    from ha_agents.episode import EpisodeConfig
+    from ha_agents.llm.options import ModelOptions
+
+    return EpisodeConfig(spec, sandbox=args.sandbox, token_mode=trainer.token_mode,
+                         model_options=ModelOptions(max_tokens=args.max_tokens),
+                         env_placement=args.env_placement).validate()
 
 
 def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> None:
@@ -247,11 +260,13 @@ def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> Non
               f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
 
 
-def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> Any:
+def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
     """The epoch-start callback of ``train()``: the skill teacher (``--skill-teacher``) on fresh
     preparation rollouts, then one ``ha_evolve`` schedule (``--evolve``) against the trainer's
-    current in-process policy with those skills on both sides, logged under ``OUT/evolve``."""
-    from ha_agents.episode import EpisodeConfig
+    current in-process policy with those skills on both sides, logged under ``OUT/evolve``; both
+    run ``episodes`` (the run's ``EpisodeConfig``) on the epoch's harness."""
+    from dataclasses import replace
+
     from ha_evolve.proposers import ProposerOptions, make_proposer
     from ha_cli.gate_args import gate_config
     from ha_evolve.schedule import EvolveConfig, Evolution
@@ -273,8 +288,7 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
         if teacher is not None:
             from ha_evolve.skills import teach_skills
 
-            config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=trainer.token_mode,
-                                          seed=args.seed * 1000 + epoch)
+            config = replace(episodes, harness=spec, seed=args.seed * 1000 + epoch)
             skills, prep = teach_skills(teacher, tasks, trainer.client(), config, args.evolve_group_size,
                                         out / "skills" / f"epoch-{epoch}", workers=args.workers)
             ledger.add("preparation", len(prep))
@@ -282,12 +296,11 @@ def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any) -> A
                   f"{out / 'skills' / f'epoch-{epoch}' / 'skills.jsonl'})", file=sys.stderr, flush=True)
         if proposer is None:
             return spec, 0, skills
-        evo = Evolution(out / "evolve", tasks, trainer.client(), spec, proposer,
+        evo = Evolution(out / "evolve", tasks, trainer.client(), replace(episodes, harness=spec), proposer,
                         EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
-                                     candidates=args.evolve_candidates, epoch=epoch, sandbox=args.sandbox,
-                                     workers=args.workers, env_placement=args.env_placement, seed=args.seed,
-                                     **gate_config(args)),
-                        token_mode=trainer.token_mode, skills=skills,
+                                     candidates=args.evolve_candidates, epoch=epoch, workers=args.workers,
+                                     seed=args.seed, **gate_config(args)),
+                        skills=skills,
                         progress=lambda t: print(t, file=sys.stderr, flush=True),
                         # the weights are the same exactly when the update count is (--freeze-policy: always)
                         policy_version=f"{args.model}@update-{trainer.step}" if hasattr(trainer, "step") else None)

@@ -26,11 +26,16 @@ from .grading.hidden import hidden_names_in
 from .loaders import load_suite
 from .messages import AssistantMessageSpace, MessageListSpace, message
 from .sandbox import Sandbox, SandboxError, make_sandbox
-from .sandbox.base import PatchError
+from .sandbox.base import COMMAND_TIMEOUT_S, PatchError
 from .task import Task, TaskError
 
 TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
                 "sandbox_error", "grading_error", "model_error", "verdict_tampered")
+MAX_TURNS = 60
+"""The default turn cap of an episode (a harness's ``limits.max_turns``)."""
+MAX_FORMAT_ERRORS = 3
+"""The default count of unusable messages in a row that ends an episode (``format_errors``)."""
+
 MASKED = frozenset({"sandbox_error", "grading_error", "model_error"})
 """Terminations of an infrastructure fault: no verdict, the sample carries no gradient."""
 TRUNCATED = frozenset({"max_turns", "context_limit", "agent_timeout"})
@@ -88,9 +93,9 @@ class RepairEnv(gym.Env):
         sandbox: str | SandboxMaker = "local",
         sandbox_options: dict[str, Any] | None = None,
         grader: Grader | None = None,
-        max_turns: int = 60,
-        max_format_errors: int = 3,
-        command_timeout_s: float = 120.0,
+        max_turns: int = MAX_TURNS,
+        max_format_errors: int = MAX_FORMAT_ERRORS,
+        command_timeout_s: float = COMMAND_TIMEOUT_S,
         output_head_bytes: int | None = None,
         output_tail_bytes: int | None = None,
         episode_timeout_s: float | None = None,
@@ -167,7 +172,7 @@ class RepairEnv(gym.Env):
     @property
     def command_timeout_s(self) -> float:
         """The cap on one command in the sandbox (the harness's ``limits.command_timeout_s``)."""
-        return float(self._sandbox_options.get("command_timeout_s", 120.0))
+        return float(self._sandbox_options.get("command_timeout_s", COMMAND_TIMEOUT_S))
 
     @property
     def tools(self) -> list[dict[str, Any]]:

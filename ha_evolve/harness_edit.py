@@ -48,8 +48,7 @@ from ha_agents.llm.options import ModelOptions
 from ha_agents.records.episode_record import classify
 from ha_agents.runs.compare import percentile_interval
 from ha_agents.runs.rollouts import collect
-from ha_envs.grading.grader import GRADER_VERSION
-from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.harness import HarnessSpec
 from ha_envs.messages import AssistantMessageSpace, MessageListSpace, message
 from ha_envs.task import Task
 
@@ -139,25 +138,44 @@ def engineer_prompt(spec: HarnessSpec, batch: list[str], records: list[dict[str,
 
 @dataclass(frozen=True)
 class Target:
-    """The frozen agent whose harness the engineer edits."""
+    """The frozen agent whose harness the engineer edits: a model and how its episodes are set up
+    (``episodes``: its base harness, sandbox, seed and sampling; each side of a comparison runs
+    ``replace(episodes, harness=that side's)``)."""
 
     model: str
-    harness: Any = "h0"
-    sandbox: str = "local"
+    episodes: EpisodeConfig = field(default_factory=lambda: EpisodeConfig.create("h0", seed=0))
+    """An ``EpisodeConfig``, or a harness (preset, file, spec): its default config with seed 0."""
     runs: int = 1
     """Episodes per task on each side (m)."""
-    seed: int = 0
-    temperature: float | None = None
-    top_p: float | None = None
     workers: int = 2
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.episodes, EpisodeConfig):
+            object.__setattr__(self, "episodes", EpisodeConfig.create(self.episodes, seed=0))
+
+    @classmethod
+    def create(cls, model: str, harness: Any = "h0", *, sandbox: str = "local", runs: int = 1, seed: int = 0,
+               temperature: float | None = None, top_p: float | None = None, workers: int = 2) -> "Target":
+        """A target from plain fields (the command line's, a verl agent-loop YAML's: ``to_dict()``)."""
+        if isinstance(harness, dict):
+            harness = HarnessSpec.from_dict(harness)
+        options = ModelOptions(temperature=temperature, top_p=top_p)
+        return cls(model, EpisodeConfig.create(harness, sandbox=sandbox, seed=seed, model_options=options), runs, workers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain fields ``create`` reads back (the harness as its spec's mapping)."""
+        options = self.episodes.model_options or ModelOptions()
+        return {"model": self.model, "harness": self.episodes.harness.to_dict(), "sandbox": self.episodes.sandbox,
+                "runs": self.runs, "seed": self.episodes.seed, "temperature": options.temperature,
+                "top_p": options.top_p, "workers": self.workers}
+
     def spec(self) -> HarnessSpec:
-        return load_spec(self.harness)
+        return self.episodes.harness
 
     def key(self) -> dict[str, Any]:
-        """What an outcome depends on besides the harness and the task."""
-        return {"model": self.model, "temperature": self.temperature, "top_p": self.top_p, "base": self.spec().hash,
-                "sandbox": self.sandbox, "grader": GRADER_VERSION, "runs": self.runs, "seed": self.seed}
+        """What an outcome depends on besides the harness and the task: the episodes' draw key (with
+        the base harness), the model and the runs."""
+        return {**self.episodes.draw_key(), "base": self.episodes.harness.hash, "model": self.model, "runs": self.runs}
 
 
 @dataclass
@@ -202,8 +220,7 @@ def run_side(target: Target, spec: HarnessSpec, task_ids: list[str], tasks: dict
         if path.exists():
             data = json.loads(path.read_text())
             return SideOutcome(data["rates"], data["masked"], 0, True)
-        options = ModelOptions(temperature=target.temperature, top_p=target.top_p)
-        config = EpisodeConfig.create(spec, sandbox=target.sandbox, seed=target.seed, model_options=options)
+        config = target.episodes.with_harness(spec)
         side = SideOutcome()
         todo = list(task_ids)
         for attempt in (1, 2):
@@ -355,6 +372,6 @@ def make_harness_edit(**kwargs: Any) -> HarnessEditEnv:
     ``target`` may be a mapping of ``Target`` fields."""
     target = kwargs.pop("target")
     if isinstance(target, dict):
-        target = Target(**target)
+        target = Target.create(**target)
     return HarnessEditEnv(target, **kwargs)
 

@@ -40,7 +40,6 @@ from ha_agents.records.log import JsonlLog
 from ha_agents.episode import EpisodeConfig
 from ha_agents.runs.rollouts import collect, group_records
 from ha_agents.records.episode_record import classify
-from ha_envs.grading.grader import GRADER_VERSION
 from ha_envs.harness import HarnessSpec, diff, load_spec
 from ha_envs.task import Task
 
@@ -76,14 +75,13 @@ class EvolveConfig:
     attribute: bool = False
     """After an acceptance, re-run the candidate without each added or changed component."""
     epoch: int = 1
-    sandbox: str = "local"
     workers: int = 2
     executor: str = "threads"
     """``threads``, or ``ray`` (a GRPO group per Ray task: the agent must be a model spec string)."""
-    env_placement: str = "local"
-    """``local``, or ``ray``: each episode's env and sandbox in a Ray actor on a sandbox node."""
     bootstrap_samples: int = 2000
     seed: int = 0
+    """The schedule's seed: round r's episodes sample with ``seed * 1000 + r`` (both sides alike), the
+    gates resample with it."""
 
     def validate(self) -> "EvolveConfig":
         if self.rounds < 1:
@@ -126,15 +124,16 @@ def _rates(records: list[dict[str, Any]]) -> dict[str, Any]:
 class Evolution:
     """Runs the schedule for one epoch and owns its directory."""
 
-    def __init__(self, out: Path | str, tasks: list[Task], agent: Any, start: HarnessSpec | str,
+    def __init__(self, out: Path | str, tasks: list[Task], agent: Any, start: "EpisodeConfig | HarnessSpec | str",
                  proposer: Proposer, config: EvolveConfig = EvolveConfig(),
-                 smoke_task: Task | None = None, env_kwargs: dict[str, Any] | None = None,
+                 smoke_task: Task | None = None,
                  progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None,
-                 token_mode: Any = None, model_options: Any = None, policy_version: str | None = None) -> None:
+                 policy_version: str | None = None) -> None:
         """``agent``: a model spec, or (threads) a client object such as a trainer's in-process policy;
-        ``token_mode``: run comparisons token-faithfully (as training does); ``skills``: instance id ->
-        skill, shown alike to both sides of every comparison; ``model_options``: sampling (temperature,
-        top-p, ...) of a model spec's client, alike on both sides (the seeds are the round's);
+        ``start``: the run's ``EpisodeConfig`` (its harness is where evolution starts; its sandbox, env
+        placement and options, token mode and sampling are alike on both sides of every comparison,
+        the seeds the round's), or a harness (preset, file, spec) with the default config;
+        ``skills``: instance id -> skill, shown alike to both sides of every comparison;
         ``policy_version``: names the agent's weights, the same exactly when they are (None: they may
         change unseen, nothing is reused); an earlier epoch's rollouts of the same draw are reused."""
         self.out = Path(out)
@@ -142,16 +141,14 @@ class Evolution:
         self.tasks, self.agent, self.proposer = tasks, agent, proposer
         self.config = config.validate()
         self.smoke_task = smoke_task if smoke_task is not None else (tasks[0] if tasks else None)
-        self.env_kwargs = dict(env_kwargs or {})
+        self.episodes = EpisodeConfig.of(start)
         self.skills = dict(skills or {})
-        self.token_mode = token_mode
-        self.model_options = model_options
         self.policy_version = policy_version
         self.ran = 0
         """Rollouts this object ran (reused ones not counted)."""
         self.say = progress or (lambda text: log.info("%s", text))
         self.log = JsonlLog(self.out / "evolution.jsonl")
-        self.current = load_spec(start)
+        self.current = self.episodes.harness
         self._save(self.current)
         for rec in self.log.records:  # resume: the harness where the last finished round left it
             if rec.get("kind") == "round" and rec.get("epoch") == config.epoch:
@@ -169,16 +166,15 @@ class Evolution:
         """The round's rollouts of ``spec``, and the directory they were reused from (None: run here)."""
         out = self.out / "rollouts" / spec.hash / f"e{self.config.epoch}r{rnd}"
         seed = self.config.seed * 1000 + rnd
-        key = self._draw_key(spec, seed)
+        key = self._draw_key(replace(self.episodes, harness=spec, seed=seed))
         if key is not None and not (out / "trajectories.jsonl").exists():
             earlier = self._same_draw(spec, key)
             if earlier is not None:
                 out.mkdir(parents=True, exist_ok=True)
                 (out / "reused.json").write_text(json.dumps({"from": str(earlier), "key": key}, indent=1))
                 return self._records(earlier), str(earlier)
-        episodes = EpisodeConfig.create(spec, sandbox=self.config.sandbox, env_options=self.env_kwargs,
-                                        token_mode=self.token_mode, seed=seed,
-                                        model_options=self.model_options, env_placement=self.config.env_placement)
+        episodes = replace(self.episodes, harness=spec, seed=seed)
+
         def count(_: dict[str, Any]) -> None:
             self.ran += 1
 
@@ -188,14 +184,12 @@ class Evolution:
             (out / "draw.json").write_text(json.dumps(key, indent=1))
         return records, None
 
-    def _draw_key(self, spec: HarnessSpec, seed: int) -> dict[str, Any] | None:
+    def _draw_key(self, episodes: EpisodeConfig) -> dict[str, Any] | None:
         """What makes two batches of rollouts the same draw; None when the weights are not named."""
         if self.policy_version is None:
             return None
-        return {"policy": self.policy_version, "harness": spec.hash, "seed": seed, "group_size": self.config.group_size,
-                "tasks": sorted(t.instance_id for t in self.tasks), "skills": self.skills,
-                "sampling": repr(self.model_options), "tokens": repr(self.token_mode), "sandbox": self.config.sandbox,
-                "env": json.dumps(self.env_kwargs, sort_keys=True, default=str), "grader": GRADER_VERSION}
+        return {"policy": self.policy_version, **episodes.draw_key(), "group_size": self.config.group_size,
+                "tasks": sorted(t.instance_id for t in self.tasks), "skills": self.skills}
 
     def _same_draw(self, spec: HarnessSpec, key: dict[str, Any]) -> Path | None:
         """An earlier epoch's finished batch of exactly this draw, none of its episodes masked."""
@@ -270,7 +264,7 @@ class Evolution:
                     accepted = load_spec(self.out / "specs" / f"{entry['candidate_hash']}.yaml")
                 continue
             proposal = self.proposer.propose(parent, current_records, self._tried() | {parent.hash})
-            check = validate_candidate(proposal.candidate, parent, self.smoke_task, cfg.sandbox, proposal.error)
+            check = validate_candidate(proposal.candidate, parent, self.smoke_task, self.episodes.sandbox, proposal.error)
             exhausted = proposal.candidate is None and getattr(proposal, "exhausted", False)
             entry: dict[str, Any] = {
                 "kind": "proposal", "epoch": cfg.epoch, "round": rnd, "k": k, "proposer": proposal.proposer,

@@ -78,7 +78,7 @@ class EngineerAgentLoop(AgentLoopBase):
             raise ValueError(f"truncated must be drop or keep, got {truncated!r}")
         if not target or not batches:
             raise ValueError("EngineerAgentLoop needs `target` (the frozen agent) and `batches` (a batches file)")
-        self.target = Target(**_plain(target))
+        self.target = Target.create(**_plain(target))
         self.task_source = dict(_plain(tasks) or {"suite": "mini"})
         self.batches_file, self.out, self.budget_chars = str(batches), str(out), int(budget_chars)
         self.truncated = truncated
@@ -130,12 +130,10 @@ class EngineerAgentLoop(AgentLoopBase):
 
 def engineer_loop_yaml(path: Path, target: Target, tasks: dict[str, Any], batches: Path, out: Path,
                        budget_chars: int = 24000, truncated: str = "drop") -> Path:
-    import dataclasses
-
     import yaml
 
     entry = {"name": AGENT_NAME, "_target_": "ha_evolve.verl_engineer.EngineerAgentLoop",
-             "target": dataclasses.asdict(target), "tasks": tasks, "batches": str(Path(batches).resolve()),
+             "target": target.to_dict(), "tasks": tasks, "batches": str(Path(batches).resolve()),
              "out": str(Path(out).resolve()), "budget_chars": budget_chars, "truncated": truncated}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump([entry], sort_keys=False))

@@ -53,7 +53,7 @@ def _load(path: str, device: str) -> tuple[Any, Any, threading.Lock]:
 
 
 class TransformersClient:
-    def __init__(self, path: str | None, max_new_tokens: int = 512, temperature: float = 0.0, device: str | None = None,
+    def __init__(self, path: str | None, max_tokens: int = 512, temperature: float = 0.0, device: str | None = None,
                  seed: int = 0, model: Any = None, tokenizer: Any = None, eos_token: str | None = None,
                  top_p: float | None = None) -> None:
         try:
@@ -62,7 +62,8 @@ class TransformersClient:
             raise LLMError("hf: models need the `hf` extra: pip install -e '.[hf]'") from exc
         self.torch = torch
         self.name = path or getattr(getattr(model, "config", None), "name_or_path", "") or "local-model"
-        self.max_new_tokens = max_new_tokens
+        self.max_tokens = max_tokens
+        """Cap per call (a call's own ``max_tokens`` may lower it)."""
         self.temperature = temperature
         self.top_p = top_p
         """Nucleus sampling (None or 1: off); used only when sampling (temperature > 0)."""
@@ -101,7 +102,7 @@ class TransformersClient:
             prompt_ids = self.tokenizer.apply_chat_template(
                 [{"role": m["role"], "content": m.get("content") or ""} for m in messages], tools=tools or None,
                 add_generation_prompt=True, tokenize=True, return_dict=False)
-        budget = min(self.max_new_tokens, max_tokens) if max_tokens else self.max_new_tokens
+        budget = min(self.max_tokens, max_tokens) if max_tokens else self.max_tokens
         if budget <= 0:
             raise LLMError(f"hf: no tokens left to generate (max_tokens={max_tokens})")
         ids = torch.tensor([list(prompt_ids)], device=self.device)

@@ -113,7 +113,7 @@ def _hf(arg: str, o: ModelOptions) -> LLMClient:
     if o.top_p is not None:
         kw["top_p"] = o.top_p
     if o.max_tokens is not None:
-        kw["max_new_tokens"] = o.max_tokens
+        kw["max_tokens"] = o.max_tokens
     return TransformersClient(arg, **kw)
 
 

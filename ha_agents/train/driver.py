@@ -35,10 +35,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Callable, Protocol, Sequence
 
-from ha_envs.harness import HarnessSpec, load_spec
+from ha_envs.harness import HarnessSpec
 from ha_envs.task import Task
 
-from ..episode import TokenMode
 from .grpo import Rollout, rates
 from ..records.log import append_jsonl, read_jsonl
 from ..episode import EpisodeConfig, episode_seed
@@ -53,20 +52,18 @@ class TrainConfig:
     updates: int = 10
     tasks_per_update: int = 46
     group_size: int = 4
-    harness: Any = "h0"
-    sandbox: str = "local"
-    env_placement: str = "local"
-    """``local``, or ``ray``: each episode's env and sandbox in a Ray actor on a node with sandbox slots."""
+    episodes: EpisodeConfig = field(default_factory=EpisodeConfig.create)
+    """How every repair episode of the run is set up (harness, sandbox, env placement, sampling, env
+    options): the run's one ``EpisodeConfig``; each update's groups are ``replace(episodes,
+    harness=the epoch's, seed=the update's)``. A config without a token mode gets the trainer's own
+    (``trainer.token_mode``)."""
     workers: int = 2
     seed: int = 0
     batch: BatchPolicy = field(default_factory=BatchPolicy)
-    token_mode: TokenMode | None = None
-    """How episodes are tokenised; None: the trainer's own (``trainer.token_mode``)."""
     save_every: int = 1
     evolve_every: int = 0
     """With an ``evolve`` callback: an epoch is this many updates, and the harness evolves at the
     start of every epoch (epoch -> evolve -> train -> next epoch), frozen for its updates; 0: never."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
     freeze_policy: bool = False
     """Roll out and measure every update but never change the weights: the "evolution with the
@@ -165,6 +162,19 @@ class EpisodeSource:
         return {}
 
 
+def with_token_mode(episodes: EpisodeConfig, trainer: Any) -> EpisodeConfig:
+    """``episodes`` as given when it has a token mode, else with the trainer's own (training is token-faithful)."""
+    if episodes.token_mode is not None:
+        return episodes
+    token_mode = getattr(trainer, "token_mode", None)
+    if callable(token_mode):
+        token_mode = token_mode()
+    if token_mode is None:
+        raise ValueError("training needs token mode: give TrainConfig.episodes a token_mode (template and tokenizer) "
+                         "or use a trainer with a token_mode")
+    return replace(episodes, token_mode=token_mode).validate()
+
+
 def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Path, resume: bool = False,
           ledger: RolloutLedger | None = None,
           on_update: Callable[[dict[str, Any]], None] | None = None,
@@ -177,21 +187,13 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
     (a non-trainable message) and kept in the checkpoint for a resume; evaluation never sees them.
 
     ``source``: where the groups come from (``RolloutSource``); default ``EpisodeSource`` over
-    ``tasks`` with ``config``'s harness, sandbox and token mode. ``tasks`` are the items it is given
+    ``tasks`` with ``config.episodes``. ``tasks`` are the items it is given
     (anything with an ``instance_id``). Evolution changes a harness, so it needs the default source."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spec: HarnessSpec = load_spec(config.harness)
+    spec: HarnessSpec = config.episodes.harness
     if source is None:
-        token_mode = config.token_mode or getattr(trainer, "token_mode", None)
-        if callable(token_mode):
-            token_mode = token_mode()
-        if token_mode is None:
-            raise ValueError("training needs token mode: give TrainConfig.token_mode (template and tokenizer) or a "
-                             "trainer with a token_mode")
-        source = EpisodeSource(EpisodeConfig.create(spec, sandbox=config.sandbox, env_options=config.env_kwargs,
-                                                    token_mode=token_mode, env_placement=config.env_placement),
-                               config.workers, config.progress)
+        source = EpisodeSource(with_token_mode(config.episodes, trainer), config.workers, config.progress)
     elif evolve is not None:
         raise ValueError("evolution replaces the harness of repair episodes: it needs the default rollout source")
     sampler = TaskSampler(tasks, config.seed)

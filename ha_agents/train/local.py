@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..llm.base import LLMError
+from ..loop import CONTEXT_TOKENS
 from .base import Sample
 from .losses import LossConfig, get_loss
 
@@ -47,8 +48,9 @@ class LocalConfig:
     micro_batch_tokens: int = 16384
     temperature: float = 1.0
     """Sampling temperature of the rollouts, and the one the trainer's logprobs are computed at."""
-    max_new_tokens: int = 512
-    context_tokens: int = 65536
+    max_tokens: int = 512
+    """Cap per model call of the rollouts (``ha train --max-tokens``)."""
+    context_tokens: int = CONTEXT_TOKENS
     loss: LossConfig = field(default_factory=LossConfig)
     device: str | None = None
     seed: int = 0
@@ -93,13 +95,12 @@ class LocalTrainer:
         from ..episode import TokenMode
         from ..llm.hf import TransformersClient
 
-        self.token_mode = TokenMode("auto", str(self.model_dir.resolve()), context_tokens=self.config.context_tokens,
-                                    max_new_tokens=self.config.max_new_tokens)
+        self.token_mode = TokenMode("auto", str(self.model_dir.resolve()), context_tokens=self.config.context_tokens)
         template, _ = self.token_mode.resolve()
         eos_token = eos_token or template.eos
         try:
             self._client = TransformersClient.from_model(self.model, self.tokenizer, temperature=self.config.temperature,
-                                                         max_new_tokens=self.config.max_new_tokens, eos_token=eos_token,
+                                                         max_tokens=self.config.max_tokens, eos_token=eos_token,
                                                          seed=self.config.seed)
         except LLMError as exc:
             raise ValueError(str(exc)) from exc

@@ -38,8 +38,10 @@ class PoolReport:
 
 
 def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] | None = None, model: Any = None,
-               k: int = 4, harness: Any = "h0", out: str | Path | None = None, seed: int = 0,  # harness: or an EpisodeConfig
+               k: int = 4, episodes: EpisodeConfig | None = None, out: str | Path | None = None, seed: int = 0,
                ledger: RolloutLedger | None = None, **collect_kw: Any) -> PoolReport:
+    """``episodes``: how the policy's filtering rollouts are set up (the run's ``EpisodeConfig``, its
+    seed replaced by ``seed``; default: h0's); ``collect_kw`` goes to ``collect`` (``workers``, ...)."""
     evaluation = evaluation or []
     eval_ids = {t.instance_id for t in evaluation}
     leaked = sorted(t.instance_id for t in tasks if t.instance_id in eval_ids)
@@ -58,7 +60,7 @@ def build_pool(tasks: list[Task], n: int | None = None, evaluation: list[Task] |
     if model is not None:
         if out is None:
             raise ValueError("filtering by the policy needs out= (where its rollouts go)")
-        records = collect(candidates, k, model, replace(EpisodeConfig.of(harness), seed=seed), out=out, **collect_kw)
+        records = collect(candidates, k, model, replace(episodes or EpisodeConfig.create(), seed=seed), out=out, **collect_kw)
         report.preparation_rollouts = len(records)
         if ledger is not None:
             ledger.add("preparation", len(records))

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ha_envs.env import MAX_TURNS
 from ha_envs.harness import HarnessSpec
 from ha_envs.task import Task
 
@@ -147,7 +148,7 @@ def split_validation(tasks: list[Task], n: int, seed: int = 0) -> tuple[list[Tas
 def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: Path) -> int:
     d = out / "verl"
     loop_yaml = agent_loop_yaml(d / "agent_loop.yaml", spec, _task_source(args), args.sandbox, args.truncated,
-                                args.max_turns or 60, env=getattr(args, "env_placement", "local") or "local")
+                                args.max_turns or MAX_TURNS, env=getattr(args, "env_placement", "local") or "local")
     tasks, held_out = split_validation(tasks, getattr(args, "val_tasks", 0) or 0, args.seed)
     train_file = write_dataset(tasks, d / "train.parquet")
     val_file = write_dataset(held_out, d / "val.parquet") if held_out else None

@@ -21,7 +21,9 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError,
                       create_model)
 
+from ..env import MAX_FORMAT_ERRORS, MAX_TURNS
 from ..loaders import close_matches
+from ..sandbox.base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES
 from .hooks import HOOKS
 from .tool_calls import MULTI_CALL, PARSERS
 from .tools import TOOLS
@@ -54,7 +56,7 @@ class ParserSpec:
     ``hermes``, ``qwen3_xml``, ``fenced_bash`` (bash and submit only)."""
     multi_call: Annotated[Text, Field(json_schema_extra={"enum": list(MULTI_CALL)})] = "reject"
     """A reply with several calls: ``reject`` it as a format error, run the ``first``, or run ``all``."""
-    max_format_errors: PositiveInt = 3
+    max_format_errors: PositiveInt = MAX_FORMAT_ERRORS
     """Format errors in a row that end the episode (termination ``format_errors``)."""
 
 
@@ -64,13 +66,13 @@ class Limits:
 
     __pydantic_config__ = _CONFIG
 
-    max_turns: PositiveInt = 60
+    max_turns: PositiveInt = MAX_TURNS
     """Model turns before the episode is cut (a vetoed call costs its turn)."""
-    command_timeout_s: PositiveFloat = 120.0
+    command_timeout_s: PositiveFloat = COMMAND_TIMEOUT_S
     """Seconds a command may run; tools with their own cap (``run_check``, script tools) use the smaller."""
-    output_head_bytes: NonNegativeInt = 8000
+    output_head_bytes: NonNegativeInt = OUTPUT_HEAD_BYTES
     """Bytes kept from the start of a long command output."""
-    output_tail_bytes: NonNegativeInt = 8000
+    output_tail_bytes: NonNegativeInt = OUTPUT_TAIL_BYTES
     """Bytes kept from its end (the middle is replaced by a note)."""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..sandbox.base import Sandbox
+from ..sandbox.base import COMMAND_TIMEOUT_S, Sandbox
 from .state import EpisodeState, looks_like_test_run
 from .toolbox import ToolboxClient, ToolboxError
 
@@ -33,7 +33,7 @@ class ToolContext:
     sandbox: Sandbox
     toolbox: ToolboxClient
     state: EpisodeState
-    command_timeout_s: float = 120.0
+    command_timeout_s: float = COMMAND_TIMEOUT_S
 
 
 Impl = Callable[[ToolContext, dict[str, Any], dict[str, Any]], ToolOutput]

@@ -24,7 +24,7 @@ import gymnasium as gym
 from ..actions import FormatError, ToolCall
 from ..env import SYSTEM_PROMPT, EpisodeOverError, HarnessTurn, RepairEnv, tool_message
 from ..messages import message
-from ..sandbox.base import PatchError, SandboxError
+from ..sandbox.base import COMMAND_TIMEOUT_S, PatchError, SandboxError
 from .hooks import Hook, HookContext, Rewrite, Veto, call_key, observation_digest
 from .tool_calls import ToolCallParser, format_instructions
 from .runtime import HarnessRuntime
@@ -109,7 +109,7 @@ class ToolsWrapper(HarnessLayer):
     """Runs the harness's tools. Starts the shared runtime (episode state, in-sandbox toolbox) at
     each reset and keeps it up to date as the tools run."""
 
-    def __init__(self, env: gym.Env, runtime: HarnessRuntime, command_timeout_s: float = 120.0) -> None:
+    def __init__(self, env: gym.Env, runtime: HarnessRuntime, command_timeout_s: float = COMMAND_TIMEOUT_S) -> None:
         super().__init__(env)
         self.runtime = runtime
         self.command_timeout_s = command_timeout_s

@@ -14,6 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+COMMAND_TIMEOUT_S = 120.0
+"""The default cap, in seconds, on one command in a sandbox (a harness's ``limits.command_timeout_s``)."""
+OUTPUT_HEAD_BYTES = 8_000
+"""Bytes of a long command output kept from its start (the middle is replaced by a note)."""
+OUTPUT_TAIL_BYTES = 8_000
+"""Bytes kept from its end."""
+
 
 class SandboxError(RuntimeError):
     """The sandbox (not the agent's command) failed; the episode cannot go on."""

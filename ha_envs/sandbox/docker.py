@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from .base import PatchError, RunResult, SandboxError, nul_result
+from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, PatchError, RunResult, SandboxError, nul_result
 from .daemon import LABEL, docker_client, owner, reap_orphans, retrying
 from .limits import DiskWatch, now_ticks
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
@@ -62,9 +62,9 @@ class DockerSandboxConfig:
     """Size of the container's ``/tmp`` (a tmpfs, so the cap is hard)."""
     patch_bytes: int = PATCH_CAP_BYTES
     """Cap on the total size of the changed files that ``diff()`` turns into a patch."""
-    command_timeout_s: float = 120.0
-    output_head_bytes: int = 8_000
-    output_tail_bytes: int = 8_000
+    command_timeout_s: float = COMMAND_TIMEOUT_S
+    output_head_bytes: int = OUTPUT_HEAD_BYTES
+    output_tail_bytes: int = OUTPUT_TAIL_BYTES
     mount_point: str | None = None
     """The work copy's path in the container; None: the task's ``environment.workdir``."""
     warm: int = 1

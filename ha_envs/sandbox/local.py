@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..task import Task
 from . import netns
-from .base import RunResult, SandboxError, nul_result
+from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .netns import UserNet
 from ..provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
@@ -52,10 +52,10 @@ class LocalSandboxConfig:
     never share ports or reach each other's or the host's listeners; ``host``, the host's namespace
     (``bwrap --share-net``: one loopback for all); ``auto``, private when slirp4netns is installed,
     else host (said once in the log)."""
-    command_timeout_s: float = 120.0
+    command_timeout_s: float = COMMAND_TIMEOUT_S
     """Default per-command wall-clock cap; the whole process tree of a late command is killed."""
-    output_head_bytes: int = 8_000
-    output_tail_bytes: int = 8_000
+    output_head_bytes: int = OUTPUT_HEAD_BYTES
+    output_tail_bytes: int = OUTPUT_TAIL_BYTES
     memory_bytes: int = 4 << 30
     max_pids: int = 512
     disk_bytes: int = 8 << 30

@@ -7,6 +7,7 @@ import pytest
 
 import ha_envs
 from ha_agents.episode import EpisodeConfig, TokenMode, run_episode
+from ha_agents.llm.options import ModelOptions
 from ha_agents.runs.evaluate import evaluate
 from ha_envs.harness import HarnessSpec, load_spec
 from ha_envs.harness.wrappers import HarnessLayer
@@ -23,7 +24,8 @@ def test_limits_are_overridden_in_one_place():
 @pytest.mark.parametrize("kw,message", [
     ({"sandbox": "podman"}, "unknown sandbox 'podman'; available: local, docker"),
     ({"seed": -1}, "seed: expected a non-negative integer"),
-    ({"token_mode": TokenMode(tokenizer="t.json", context_tokens=100, max_new_tokens=100)}, "leaves no room"),
+    ({"token_mode": TokenMode(tokenizer="t.json", context_tokens=100), "model_options": ModelOptions(max_tokens=100)},
+     "model_options: max_tokens 100 leaves no room"),
 ])
 def test_a_bad_config_fails_with_the_field_named(kw, message):
     with pytest.raises(ValueError, match=message):

@@ -68,7 +68,7 @@ def test_train_names_each_fault_and_counts_them(broken_python, tmp_path):
     pytest.importorskip("transformers")
     # a fresh tiny model never submits; at one turn each episode is truncated and graded as it stands
     rc, out, err = _ha(broken_python, "train", *TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
-                       "--updates", "1", "--tasks-per-update", "1", "--group-size", "2", "--max-new-tokens", "16",
+                       "--updates", "1", "--tasks-per-update", "1", "--group-size", "2", "--max-tokens", "16",
                        "--context-tokens", "8192", "--max-turns", "1", "--no-progress", "--out", str(tmp_path / "o"))
     assert rc == 0, err
     cause = CAUSE.format(python=broken_python)

@@ -82,3 +82,18 @@ def test_the_paired_gate_settings_reach_the_log(tmp_path):
     assert p["decision_reason"] == "neither rate rose"  # one task suffices now, and null never solves it
     assert main(["evolve", "run", "--suite", "mini", "--model", "null", "--level", "1.0",
                  "--out", str(tmp_path / "bad")]) == 2
+
+
+@pytest.mark.parametrize("argv", [["eval"], ["train", "--model", "m"],
+                                  ["engineer", "train", "--engineer", "e", "--model", "m", "--batches", "b"]])
+def test_one_token_cap_flag_and_its_deprecated_alias(argv, capsys):
+    """Every command that caps a model call has one flag, --max-tokens; the old --max-new-tokens
+    still parses into it and says it is deprecated."""
+    from ha_cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*argv, "--max-tokens", "77"]).max_tokens == 77
+    assert "deprecated" not in capsys.readouterr().err
+    assert parser.parse_args([*argv, "--max-new-tokens", "66"]).max_tokens == 66
+    assert "--max-new-tokens is deprecated: use --max-tokens" in capsys.readouterr().err
+    assert not hasattr(parser.parse_args(argv), "max_new_tokens")

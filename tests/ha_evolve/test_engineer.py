@@ -40,7 +40,7 @@ def test_hasty_target_is_helped_by_a_veto_or_a_forced_run_not_a_reminder(tmp_pat
     code = ("<patch>ops: [{op: add_hook, hook: {name: gate_code, rule: {point: pre_action, code: \"def hook(ctx):\\n"
             "    if ctx['tool'] == 'submit' and ctx['test_runs'] == 0:\\n"
             "        return {'veto': True, 'message': 'Run the tests first.'}\\n\"}}}]</patch>")
-    env = HarnessEditEnv(Target("hasty", "h0", runs=2, seed=3), [SUITE[IDS[0]]], [[IDS[0]]], [], tmp_path)
+    env = HarnessEditEnv(Target.create("hasty", "h0", runs=2, seed=3), [SUITE[IDS[0]]], [[IDS[0]]], [], tmp_path)
     got = {}
     for name, reply in (("veto", menu["helpful"]), ("reminder", menu["wrong_point"]), ("force", force),
                         ("code", code)):

@@ -27,7 +27,7 @@ def test_grpo_teaches_the_engineer_the_helpful_patch(tmp_path):
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.models import init_model, suite_corpus
 
-    target = Target("hasty", "h0", runs=2, seed=1)
+    target = Target.create("hasty", "h0", runs=2, seed=1)
     env = HarnessEditEnv(target, [SUITE[i] for i in IDS], [IDS], [], tmp_path / "e")
     menu = tmp_path / "menu.yaml"
     menu.write_text(yaml.safe_dump(FIXTURE_MENU))
@@ -36,10 +36,10 @@ def test_grpo_teaches_the_engineer_the_helpful_patch(tmp_path):
     assert all(r["info"]["rollouts"] == 0 for r in rows if r["kind"] in ("invalid", "no_op"))
     corpus = suite_corpus() + [rows[0]["messages"][0]["content"]] + [m["reply"] for m in FIXTURE_MENU] * 8
     init_model(tmp_path / "eng", "qwen", seed=1, corpus=corpus)
-    warm = LocalTrainer(tmp_path / "eng", LocalConfig(lr=3e-3, temperature=0.5, max_new_tokens=120))
+    warm = LocalTrainer(tmp_path / "eng", LocalConfig(lr=3e-3, temperature=0.5, max_tokens=120))
     warm.sft(sft_samples(rows, warm.token_mode), epochs=150)
     warm.save(tmp_path / "warm")
-    trainer = LocalTrainer(tmp_path / "warm" / "model", LocalConfig(lr=3e-4, temperature=0.5, max_new_tokens=120))
+    trainer = LocalTrainer(tmp_path / "warm" / "model", LocalConfig(lr=3e-4, temperature=0.5, max_tokens=120))
     history = train(trainer, batch_items([IDS]), TrainConfig(updates=6, tasks_per_update=1, group_size=8, seed=1,
                                                              progress=False),
                     tmp_path / "run", source=EngineerSource(env, trainer.token_mode))

@@ -46,7 +46,7 @@ def _loop(root: Path, model: Path, server, response_length: int = 2048):
     from ha_evolve.harness_edit import Target
     from ha_evolve.verl_engineer import EngineerAgentLoop, engineer_loop_yaml
 
-    target = Target("tool_user", "h0", runs=1)
+    target = Target.create("tool_user", "h0", runs=1)
     y = engineer_loop_yaml(root / "loop.yaml", target, {"suite": "mini"}, root / "b.json", root / "e")
     with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer/config"),
                                version_base=None):
@@ -55,11 +55,10 @@ def _loop(root: Path, model: Path, server, response_length: int = 2048):
             "actor_rollout_ref.rollout.prompt_length=8192", f"actor_rollout_ref.rollout.response_length={response_length}",
             f"actor_rollout_ref.rollout.agent.agent_loop_config_path={y}"])
     tok = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
-    import dataclasses
 
     return EngineerAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tok, processor=None,
                              dataset_cls=RLHFDataset, data_config=DictConfigWrap(cfg.data), hf_model_type="qwen2",
-                             target=dataclasses.asdict(target), tasks={"suite": "mini"}, batches=str(root / "b.json"),
+                             target=target.to_dict(), tasks={"suite": "mini"}, batches=str(root / "b.json"),
                              out=str(root / "e")), tok
 
 
@@ -118,7 +117,7 @@ def test_ha_engineer_train_verl_dry_run_writes_what_verl_reads(setup, capsys):
     capsys.readouterr()
     assert main(["engineer", "train", "--suite", "mini", "--instances", *IDS, "--batches", str(root / "b.json"),
                  "--engineer", str(model), "--backend", "verl", "--dry-run", "--updates", "3", "--batches-per-update", "1",
-                 "--model", "tool_user", "--out", str(out), "--context-tokens", "16384", "--max-new-tokens", "1024"]) == 0
+                 "--model", "tool_user", "--out", str(out), "--context-tokens", "16384", "--max-tokens", "1024"]) == 0
     printed = capsys.readouterr().out
     assert "verl.trainer.main_ppo" in printed and "(1 batches)" in printed
     ov = (out / "verl" / "overrides.txt").read_text().split()

@@ -119,7 +119,7 @@ def test_http_token_mode_asks_for_ids_and_logprobs_on_one_endpoint(tiny_task, fa
     with FakeOpenAIServer(respond, tokenizer=raw) as srv:
         rc = main(["eval", "--suite", "mini", "--instances", "mini__semver_ranges", "--model", f"openai:fake@{srv.url}",
                    "--tokenizer", str(path), "--harness", str(_spec_file(tmp_path)), "--context-tokens", "6000",
-                   "--max-new-tokens", "300", "--out", str(out)])
+                   "--max-new-tokens", "300", "--out", str(out)])  # the deprecated alias of --max-tokens
         reqs = list(srv.requests)
     assert rc == 0
     [rec] = [json.loads(l) for l in (out / "trajectories.jsonl").read_text().splitlines()]

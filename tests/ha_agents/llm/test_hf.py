@@ -36,7 +36,7 @@ def tiny_model(tmp_path_factory, tokenizer):
 def test_transformers_client_in_token_mode(tiny_task, tokenizer, tiny_model):
     from ha_agents.llm.hf import TransformersClient
 
-    client = TransformersClient(tiny_model, max_new_tokens=24)
+    client = TransformersClient(tiny_model, max_tokens=24)
     returned = []
     real = client.complete
 
@@ -96,7 +96,7 @@ def test_concurrent_clients_of_one_directory_load_it_once_and_sample_alike(tmp_p
 
     def make():
         try:
-            clients.append(TransformersClient(str(path), max_new_tokens=8, temperature=1.0))
+            clients.append(TransformersClient(str(path), max_tokens=8, temperature=1.0))
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
@@ -110,4 +110,4 @@ def test_concurrent_clients_of_one_directory_load_it_once_and_sample_alike(tmp_p
     outs = {tuple(c.complete([], [], prompt_ids=[1, 2, 3], seed=5).token_ids) for c in clients}
     assert len(outs) == 1
     init_model(tmp_path / "m", "qwen", hidden=32, layers=1, heads=2, seed=1)  # a new checkpoint in place
-    assert TransformersClient(str(path), max_new_tokens=8).model is not clients[0].model
+    assert TransformersClient(str(path), max_tokens=8).model is not clients[0].model

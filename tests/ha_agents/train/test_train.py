@@ -193,7 +193,7 @@ def test_mini_batches_are_optimizer_steps_and_clip(tiny_model):
 def test_sampling_differs_across_calls_and_repeats_with_a_seed(tiny_model):
     from ha_agents.llm.hf import TransformersClient
 
-    c = TransformersClient(str(tiny_model), max_new_tokens=12, temperature=1.0)
+    c = TransformersClient(str(tiny_model), max_tokens=12, temperature=1.0)
     prompt = list(range(20, 40))
     a, b = (c.complete([], [], prompt_ids=prompt).token_ids for _ in range(2))
     assert a != b  # two members of one group are not the same sample
@@ -245,7 +245,7 @@ def test_group_members_differ_and_each_episode_reproduces(tiny_model, tmp_path):
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.recipes import TRAIN_HARNESS
 
-    tr = LocalTrainer(tiny_model, LocalConfig(max_new_tokens=24, context_tokens=8192))
+    tr = LocalTrainer(tiny_model, LocalConfig(max_tokens=24, context_tokens=8192))
     tasks = [t for t in load_suite("mini") if t.instance_id == "mini__ini_interpolation"]
     a = collect(tasks, 2, tr.client(), EpisodeConfig.create(TRAIN_HARNESS, token_mode=tr.token_mode, seed=5), out=tmp_path / "a",
                 progress_bar=False)

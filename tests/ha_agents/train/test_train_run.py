@@ -37,7 +37,7 @@ def warm_model(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("warm")
     init_model(root / "init", "qwen", hidden=64, layers=2, heads=4, seed=0)
-    tr = LocalTrainer(root / "init", LocalConfig(max_new_tokens=700, context_tokens=8192, seed=0))
+    tr = LocalTrainer(root / "init", LocalConfig(max_tokens=700, context_tokens=8192, seed=0))
     ws = warm_start(tr, [t for t in load_suite("mini") if t.instance_id == TASK], root, epochs=250, lr=6e-3)
     assert ws["demonstrations"] == 2 and ws["resolved"] == 1 and ws["sft_loss_last"] < 0.01
     tr.save(root / "ckpt")
@@ -50,7 +50,7 @@ def _cli(*args: str, **kw) -> subprocess.Popen:
 
 
 TRAIN = ["train", "--suite", "mini", "--instances", TASK, "--harness", "train-edit", "--tasks-per-update", "1",
-         "--group-size", "3", "--lr", "3e-4", "--max-new-tokens", "700", "--context-tokens", "8192", "--no-progress",
+         "--group-size", "3", "--lr", "3e-4", "--max-tokens", "700", "--context-tokens", "8192", "--no-progress",
          "--updates", "3", "--seed", "5"]
 
 
@@ -67,7 +67,7 @@ def test_reward_rises_over_updates(warm_model, tmp_path):
     from ha_agents.train.recipes import TRAIN_HARNESS
 
     tasks = [t for t in load_suite("mini") if t.instance_id == TASK]
-    tr = LocalTrainer(warm_model, LocalConfig(lr=1e-3, max_new_tokens=700, context_tokens=8192, seed=0))
+    tr = LocalTrainer(warm_model, LocalConfig(lr=1e-3, max_tokens=700, context_tokens=8192, seed=0))
     tr.load(warm_model.parent)  # the warm start's optimizer state too: GRPO continues that run (as --warm-start does)
 
     def held_out(tag):
@@ -76,7 +76,8 @@ def test_reward_rises_over_updates(warm_model, tmp_path):
         return sum(r["reward"] for r in recs) / len(recs)
 
     before = held_out("before")
-    hist = train(tr, tasks, TrainConfig(updates=5, tasks_per_update=1, group_size=8, harness=TRAIN_HARNESS, seed=11,
+    hist = train(tr, tasks, TrainConfig(updates=5, tasks_per_update=1, group_size=8, seed=11,
+                                        episodes=EpisodeConfig.create(TRAIN_HARNESS),
                                         progress=False), tmp_path / "run")
     curve = [(h["reward_mean"], h["trainable_rate"]) for h in hist]
     assert all(h["masked"] == 0 for h in hist) and any(h["trainable_rate"] > 0 for h in hist), curve
@@ -210,7 +211,7 @@ def test_ha_train_evolve_between_epochs(tmp_path):
     with FakeOpenAIServer(respond) as srv:
         p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
                  "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
-                 "--max-new-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
+                 "--max-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
                  "--evolve-rounds", "1", "--evolve-group-size", "2", "--skill-teacher", f"openai:teacher@{srv.url}",
                  "--no-progress", "--out", str(out))
         log, _ = p.communicate(timeout=900)
@@ -241,6 +242,45 @@ def test_ha_train_evolve_between_epochs(tmp_path):
     assert load_spec(out / "checkpoint" / "harness.yaml").hash == frozen[2]  # the model-harness pair
 
 
+def test_ha_train_evolve_places_every_kind_of_episode_as_asked(tmp_path, monkeypatch):
+    """`ha train --evolve --skill-teacher --pool-k 1 --env-placement ray`: every kind of episode the
+    run has, the pool's, the skill preparation's, evolution's comparisons and the GRPO groups, gets
+    its env from the `ray` placement. The placement's factory is the real local env, tagged with the
+    node a Ray actor would report (a Ray actor per episode is `test_remote_env.py`'s subject), so a
+    record written without it names no node."""
+    import ha_agents.runs.remote_env  # noqa: F401 - registers the real `ray` placement, replaced below
+    from ha_agents.episode import ENV_PLACEMENTS
+    from ha_agents.llm.fake_server import FakeOpenAIServer
+    from ha_cli.main import main
+
+    built = []
+
+    def tagged_local(task, harness, sandbox, env_options):
+        env = ENV_PLACEMENTS["local"](task, harness, sandbox, env_options)
+        env.node = "ray-placement"
+        built.append(task.instance_id)
+        return env
+
+    monkeypatch.setitem(ENV_PLACEMENTS, "ray", tagged_local)
+    out = tmp_path / "placed"
+    with FakeOpenAIServer(lambda body: {"content": f"## Skill\n{SKILL}\n"}) as srv:
+        rc = main(["train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
+                   "--harness", "train-edit", "--updates", "1", "--tasks-per-update", "1", "--group-size", "2",
+                   "--max-tokens", "16", "--context-tokens", "8192", "--pool-k", "1", "--evolve", "--evolve-every", "1",
+                   "--evolve-rounds", "1", "--evolve-group-size", "2", "--skill-teacher", f"openai:teacher@{srv.url}",
+                   "--env-placement", "ray", "--no-progress", "--out", str(out)])
+    assert rc == 0
+    kinds = {"pool": out / "pool", "skills": out / "skills", "evolution": out / "evolve", "training": out / "rollouts"}
+    total = 0
+    for kind, root in kinds.items():
+        recs = [json.loads(line) for f in root.rglob("trajectories.jsonl") for line in f.read_text().splitlines()]
+        assert recs, f"no {kind} episodes under {root}"
+        local = [r["instance_id"] for r in recs if r.get("node") != "ray-placement"]
+        assert not local, f"{len(local)} of {len(recs)} {kind} episodes did not get their env from --env-placement ray"
+        total += len(recs)
+    assert len(built) == total
+
+
 def test_warm_start_with_habits_then_a_frozen_policy(tmp_path):
     """`--warm-start-harness train-edit` on a train-h0 run: the demonstrations include the habit (the
     oracle's edit_file calls, unknown tools under train-h0); `--updates 0` keeps the warm-started
@@ -250,7 +290,7 @@ def test_warm_start_with_habits_then_a_frozen_policy(tmp_path):
     warm = tmp_path / "warm"
     p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
              "--harness", "train-h0", "--warm-start-harness", "train-edit", "--warm-start", "1", "--updates", "0",
-             "--max-new-tokens", "48", "--context-tokens", "8192", "--no-progress", "--out", str(warm))
+             "--max-tokens", "48", "--context-tokens", "8192", "--no-progress", "--out", str(warm))
     log, _ = p.communicate(timeout=600)
     assert p.returncode == 0, log
     assert re.search(r"warm start: 1/4 demonstrations resolved \(1 calls to tools the harness lacks\)", log), log
@@ -260,7 +300,7 @@ def test_warm_start_with_habits_then_a_frozen_policy(tmp_path):
     frozen = tmp_path / "frozen"
     p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(model), "--harness", "train-h0",
              "--updates", "1", "--tasks-per-update", "1", "--group-size", "2", "--freeze-policy", "--temperature", "1",
-             "--max-new-tokens", "48", "--context-tokens", "8192", "--no-progress", "--out", str(frozen))
+             "--max-tokens", "48", "--context-tokens", "8192", "--no-progress", "--out", str(frozen))
     log, _ = p.communicate(timeout=600)
     assert p.returncode == 0, log
     [row] = _metrics(frozen)
@@ -280,7 +320,7 @@ def test_optimizer_from_continues_a_checkpoints_moments(tmp_path, warm_model):
 
     def run(out: Path, *extra: str) -> str:
         p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(warm_model), "--harness", "train-edit",
-                 "--updates", "0", "--lr", "1e-4", "--max-new-tokens", "48", "--context-tokens", "8192",
+                 "--updates", "0", "--lr", "1e-4", "--max-tokens", "48", "--context-tokens", "8192",
                  "--no-progress", "--out", str(out), *extra)
         log, _ = p.communicate(timeout=600)
         assert p.returncode == 0, log
@@ -340,7 +380,7 @@ def test_evolution_with_the_policy_frozen_does_not_rerun_a_draw(tmp_path):
     out = tmp_path / "frozen-evo"
     p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
              "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
-             "--max-new-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
+             "--max-tokens", "48", "--context-tokens", "8192", "--evolve", "--evolve-every", "1",
              "--evolve-rounds", "1", "--evolve-group-size", "2", "--freeze-policy", "--no-progress", "--out", str(out))
     log, _ = p.communicate(timeout=900)
     assert p.returncode == 0, log
