@@ -19,6 +19,13 @@ from .verdict_payloads import HOLLOW_IMPORTS
 pytestmark = pytest.mark.abuse
 
 
+def one_form_in_docker(kind: str, name: str, forms) -> None:
+    """Every form runs in the local sandbox; in Docker, the first form of each class only (the
+    sandbox's own mechanics are the same for every form; CI time)."""
+    if kind == "docker" and name != sorted(forms)[0]:
+        pytest.skip("one form per class in the Docker sandbox; every form runs in the local one")
+
+
 def grader(kind: str) -> Grader:
     return Grader(docker_sandbox_factory() if kind == "docker" else local_sandbox_factory())
 
@@ -76,6 +83,7 @@ def test_code_under_test_finds_no_graded_test_named_on_disk(kind, name, tmp_path
     """The payload works: in the agent's copy, a diff under ``.git/ha-grade`` naming its failing
     control test turns that test green. In the grading copy nothing names the graded tests while
     they run (the grader's files are gone), so it hollows nothing and the bug stays a failure."""
+    one_form_in_docker(kind, name, NAMED_ON_DISK)
     payload = NAMED_ON_DISK[name]
     control = "def test_zz_control():\n    assert False, 'must fail'\n"
     fake = ("diff --git a/tests/test_zz.py b/tests/test_zz.py\n--- /dev/null\n+++ b/tests/test_zz.py\n"
@@ -103,7 +111,7 @@ if "pytest" in _sys.modules:
 '''
 
 
-def _quick(task, timeout_s: int = 30):
+def _quick(task, timeout_s: int = 15):
     return dataclasses.replace(task, tests=dataclasses.replace(task.tests, timeout_s=timeout_s))
 
 
@@ -112,6 +120,7 @@ def test_a_run_cut_off_by_its_time_limit_never_resolves(kind, form, tiny_task, t
     """The real fix, or forged PASSED lines for every listed test, then a hang past the time limit
     (an ``atexit`` sleep: the log already says everything passed). Cut off, the run is unresolved,
     and the patch's fault: the base's run, in a fresh copy, finishes in time."""
+    one_form_in_docker(kind, form, ['real-fix-then-hang'])
     task = _quick(tiny_task)
     listed = [*task.tests.fail_to_pass, *task.tests.pass_to_pass]
     hang = _PASS_THEN_HANG.replace("FORGED", repr(tuple(listed)))
@@ -163,6 +172,7 @@ def test_a_run_that_poisons_its_copy_is_graded_not_masked(kind, name, tmp_path):
     """The patched run reports no test and leaves behind what would keep a base run in the same copy
     from starting too ("with the patch and at base alike" -> masked). The base runs in a fresh
     copy: it starts, so the patch is to blame: reward 0, graded."""
+    one_form_in_docker(kind, name, MASKERS)
     task = ttl_cache()
     report = grader(kind).grade(task, patch_of(task.source_dir, ">>ttlcache/__init__.py", MASKERS[name], tmp_path))
     assert_graded_zero(report)
@@ -240,6 +250,7 @@ def test_answer_keys_read_from_the_tests_earn_nothing(kind, name, tiny_task, tmp
     """No fix: ``clamp`` returns what the hidden tests expect, read from their source at grading
     time. No runner is touched and no canary calls ``clamp``, so only the watch can see it: the
     code under test read the tests' sources or code, which the gold patch's run never does."""
+    one_form_in_docker(kind, name, ANSWER_KEYS)
     from ..conftest import require_bwrap
 
     payload = ANSWER_KEYS[name]
@@ -307,6 +318,7 @@ def clamp(x, lo, hi):
 def test_honest_fixes_pass_the_watch(kind, name, tiny_task, tmp_path):
     """The watch sees nothing of an ordinary fix (no false alarm): the gold patch, and a fix of
     another shape using everyday libraries, resolve with reward 1."""
+    one_form_in_docker(kind, name, HONEST_FIXES)
     if kind == "local":
         from ..conftest import require_bwrap
 
@@ -362,6 +374,7 @@ def test_forgeries_that_spare_what_does_not_touch_the_package_earn_nothing(kind,
     passing tests, one with an assertion turned round: it calls into the package, fails honestly,
     and the forgery passes it, whatever it spares. Graded without the watch to show the twins alone
     catch it (named in the reasons); with the watch too."""
+    one_form_in_docker(kind, name, TAINT)
     task = ttl_cache()
     patch = patch_of(task.source_dir, ">>ttlcache/__init__.py", TAINT[name], tmp_path)
     if kind == "local":
@@ -417,13 +430,14 @@ def test_network_errors_printed_by_the_patch_excuse_nothing(kind, tiny_task, tmp
 # -- the same escapes in Go and JavaScript ---------------------------------------------------------
 
 OTHER_LANGUAGES = {
-    # (task, file the payload is appended to, a hang at load time, a copy poisoned before exiting)
-    "go": ("mini__go_ledger", ">>money/currency.go",
+    # (task, time limit s, file the payload is appended to, a hang at load time, a copy poisoned before
+    # exiting); the limits leave the base's run room (Go compiles first) on a loaded CI machine
+    "go": ("mini__go_ledger", 60, ">>money/currency.go",
            "\nfunc init() {\n\tif os.Getenv(\"HA_NEVER\") == \"\" {\n\t\ttime.Sleep(time.Hour)\n\t}\n}\n",
            "\nfunc init() {\n\tfor _, d := range []string{\"../importer\", \"../ledger\", \"../money\", \"../report\"} {\n"
            "\t\tfs, _ := filepath.Glob(d + \"/*_test.go\")\n\t\tfor _, f := range fs {\n\t\t\tos.Remove(f)\n\t\t}\n"
            "\t}\n\tos.Exit(1)\n}\n"),
-    "javascript": ("mini__js_template", ">>src/escape.js",
+    "javascript": ("mini__js_template", 25, ">>src/escape.js",
                    "\nif (!process.env.HA_NEVER) { const t = Date.now(); while (Date.now() - t < 3600e3) {} }\n",
                    "\nrequire('fs').rmSync(require('path').join(__dirname, '..', 'test'), {recursive: true, force: true});\n"
                    "process.exit(1);\n"),
@@ -460,8 +474,10 @@ def test_other_languages_hang_and_poison_without_reward_or_mask(kind, language, 
     """Go and JavaScript: a package that hangs when loaded (the run cut off; the base finishes in
     time) and one that deletes the test files and exits (the base in a fresh copy starts) are both
     graded zero and never masked."""
-    name, path, hang, poison = OTHER_LANGUAGES[language]
-    task = _quick(_task(name), 90)
+    if kind == "docker" and language == "go":  # the slowest case (a compile, then a full time limit): CI time
+        pytest.skip("Go runs in the local sandbox; JavaScript in both")
+    name, limit, path, hang, poison = OTHER_LANGUAGES[language]
+    task = _quick(_task(name), limit)
     g = grader(kind)
     report = g.grade(task, task.gold_patch + _language_patch(task, path, hang, tmp_path / "hang"))
     assert_graded_zero(report)
