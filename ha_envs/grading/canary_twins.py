@@ -72,11 +72,12 @@ def twins(path: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
     except (SyntaxError, ValueError):
         return []
     lines = text.splitlines()
-    pool = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    pool = [(n, _turnable(n, lines)) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
             and n.name.startswith("test") and _listed(pass_to_pass, path, n.name)
-            and not _listed(fail_to_pass, path, n.name) and _eligible(n, lines) and _turnable(n, lines)]
+            and not _listed(fail_to_pass, path, n.name) and _eligible(n, lines)]
+    pool = [(n, turns) for n, turns in pool if turns]
     rng.shuffle(pool)
-    return [(node.name, _source(node, lines, rng.choice(_turnable(node, lines)))) for node in pool[:count]]
+    return [(node.name, _source(node, lines, rng.choice(turns))) for node, turns in pool[:count]]
 
 
 def _source(node: ast.AST, lines: list[str], turn: ast.Assert) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import hashlib
 import json
 import re
 import shutil
@@ -265,6 +266,24 @@ def docker_sandbox_factory(config: Any = None, network: bool | None = None) -> S
     return make
 
 
+@dataclass(frozen=True)
+class _BaseOutcome:
+    """What a base's run in a fresh copy says (``Grader._base_outcome``)."""
+
+    timed_out: bool
+    failing: frozenset[str]
+    """PASS_TO_PASS tests it does not pass."""
+    offline: bool
+    """Its log shows tests reaching for a network they do not get."""
+    log: str = field(default="", compare=False, repr=False)
+
+    @classmethod
+    def of(cls, task: Task, evidence: Evidence) -> _BaseOutcome:
+        statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
+        failing = frozenset(t for t in task.tests.pass_to_pass if statuses.get(t) not in ("PASSED", "SKIPPED", "XFAIL"))
+        return cls(evidence.timed_out, failing, bool(network_errors(evidence.log, 1)), evidence.log[-4000:])
+
+
 class Grader:
     """Grades patches for tasks; one instance can grade many tasks, concurrently.
 
@@ -287,19 +306,18 @@ class Grader:
         """Compare what the code under test was seen doing with the gold patch's run (``_compare_watch``);
         off only to measure."""
         self.patch_bytes = patch_bytes
-        self._base_in_time: set[tuple[str, int]] = set()
-        self._references: dict[tuple[str, str], list[str] | None] = {}
-        """(task, gold patch hash) -> the watch record of the gold patch's run (``_compare_watch``)."""
-        self._lock = threading.Lock()
-        self._base_network: dict[str, tuple[frozenset[str], bool]] = {}
-        """task -> (PASS_TO_PASS tests its base fails in a fresh copy, whether that log shows network errors)."""
-        """(task, time limit) whose base's tests finished in time once in a fresh copy (``_check_timeout``)."""
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
+        self._lock = threading.Lock()
+        self._references: dict[tuple[str, str], list[str] | None] = {}
+        """(task, gold patch hash) -> the watch record of the gold patch's run (``_compare_watch``)."""
+        self._bases: dict[tuple[str, int], _BaseOutcome] = {}
+        """(task, time limit) -> its base's run in a fresh copy, kept once it finished in time
+        (``_base_outcome``: the timeout and network checks read it)."""
 
     def __getstate__(self) -> dict[str, Any]:  # sent to Ray workers: the lock stays, the caches start empty
         state = dict(self.__dict__)
-        state.update(_lock=None, _references={}, _base_in_time=set(), _base_network={})
+        state.update(_lock=None, _references={}, _bases={})
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -403,26 +421,16 @@ class Grader:
     def _exclude_network(self, task: Task, snapshot: Snapshot | None, report: GradeReport,
                          graded: dict[str, str], evidence: Evidence) -> None:
         """No fake zero from a missing network: when every FAIL_TO_PASS test passed and the only
-        failures are PASSING_TO_PASS tests that the base's run, in a fresh copy, fails too with network
+        failures are PASS_TO_PASS tests that the base's run, in a fresh copy, fails too with network
         errors in its log, those tests are left out of the verdict (``network_excluded``) and it is
-        decided again. The base's run is the grader's (the patch cannot touch it), once per task."""
+        decided again. The base's run is the grader's (the patch cannot touch it: ``_base_outcome``)."""
         if any(report.fail_to_pass.get(t) != "PASSED" for t in task.tests.fail_to_pass):
             return
         failing = {t for t, s in report.pass_to_pass.items() if s not in ("PASSED", "SKIPPED", "XFAIL")}
         if not failing:
             return
-        with self._lock:
-            known = self._base_network.get(task.instance_id)
-        if known is None:
-            base = self._base_run(task, snapshot)
-            assert base is not None
-            statuses = get_parser(task.tests.log_parser, task.instance_id)(base.log)
-            known = (frozenset(t for t in task.tests.pass_to_pass if statuses.get(t) not in ("PASSED", "SKIPPED", "XFAIL")),
-                     bool(network_errors(base.log, 1)))
-            with self._lock:
-                self._base_network[task.instance_id] = known
-        at_base, offline = known
-        if not offline or not failing <= at_base:
+        base = self._base_outcome(task, snapshot)
+        if base.timed_out or not base.offline or not failing <= base.failing:
             return
         kept = dataclasses.replace(task, tests=dataclasses.replace(
             task.tests, pass_to_pass=tuple(t for t in task.tests.pass_to_pass if t not in failing)))
@@ -452,8 +460,6 @@ class Grader:
             report.tampering.append(why)
 
     def _watch_reference(self, task: Task, snapshot: Snapshot | None) -> list[str] | None:
-        import hashlib
-
         gold = task.gold_patch or ""
         key = (task.instance_id, hashlib.sha256(gold.encode("utf-8", "surrogateescape")).hexdigest())
         with self._lock:
@@ -493,10 +499,11 @@ class Grader:
                             "base: " + ", ".join(touched[:10]))
             failed = _install_hidden(task, sandbox, gd)
             if failed is not None:
-                if changed and self._base_run(task, snapshot, install_only=True) is None:
-                    raise PatchRefused(f"with the patch in, the hidden tests cannot be installed (at base, in a "
-                                       f"fresh copy, they can): {failed[-500:]}")
-                raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {failed[-800:]}")
+                if not changed:
+                    raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {failed[-800:]}")
+                self._base_run(task, snapshot, install_only=True)  # raises GradingError when it fails at base too
+                raise PatchRefused(f"with the patch in, the hidden tests cannot be installed (at base, in a fresh "
+                                   f"copy, they can): {failed[-500:]}")
             plan = canary_tests.plant(task, sandbox) if self.canaries else None
             before = None
             if task.tests.build_command.strip():
@@ -579,32 +586,42 @@ class Grader:
             report.error = (f"the tests did not start with the patch in: {failure.describe()}; at base, in a fresh "
                             "copy, they do, so the patch is to blame")
             return
-        self._fault(task, report, base, base_failure, f"{base_failure.describe()}, with the patch and at base alike")
+        self._fault(task, report, base.log, base_failure, f"{base_failure.describe()}, with the patch and at base alike")
 
     def _check_timeout(self, task: Task, snapshot: Snapshot | None, changed: list[str], evidence: Evidence,
                        report: GradeReport) -> None:
         """A run cut off by the task's time limit is the patch's fault (``tests_timed_out``, reward 0)
         unless the base's run, in a fresh copy, is cut off too: then the environment's (masked, kind
-        ``tests_timed_out``). A base that finished once in time is remembered for the task."""
-        key = (task.instance_id, task.tests.timeout_s)
-        if changed and key in self._base_in_time:
-            report.error = _joined(report.error, f"the tests ran past the time limit ({task.tests.timeout_s} s) with "
-                                   "the patch in; at base they finish in time")
-            return
-        base = self._base_run(task, snapshot) if changed else evidence
-        assert base is not None
+        ``tests_timed_out``)."""
+        base = self._base_outcome(task, snapshot) if changed else _BaseOutcome.of(task, evidence)
         if not base.timed_out:
-            self._base_in_time.add(key)
             report.error = _joined(report.error, f"the tests ran past the time limit ({task.tests.timeout_s} s) with "
                                    "the patch in; at base, in a fresh copy, they finish in time")
             return
         failure = faults.StartFailure("tests_timed_out", f"{task.tests.timeout_s} s")
-        self._fault(task, report, base, failure, f"{failure.describe()}, with the patch and at base (in a fresh copy) alike")
+        self._fault(task, report, base.log, failure,
+                    f"{failure.describe()}, with the patch and at base (in a fresh copy) alike")
+
+    def _base_outcome(self, task: Task, snapshot: Snapshot | None) -> _BaseOutcome:
+        """The base's run in a fresh copy, once per task and time limit when it finished in time (a
+        base cut off is run again next time: the machine may have been busy)."""
+        key = (task.instance_id, task.tests.timeout_s)
+        with self._lock:
+            known = self._bases.get(key)
+        if known is not None:
+            return known
+        evidence = self._base_run(task, snapshot)
+        assert evidence is not None
+        outcome = _BaseOutcome.of(task, evidence)
+        if not outcome.timed_out:
+            with self._lock:
+                self._bases[key] = outcome
+        return outcome
 
     @staticmethod
-    def _fault(task: Task, report: GradeReport, base: Evidence, failure: faults.StartFailure, cause: str) -> None:
+    def _fault(task: Task, report: GradeReport, base_log: str, failure: faults.StartFailure, cause: str) -> None:
         report.status, report.resolved, report.fault, report.error = faults.FAULT_STATUS, False, failure.kind, cause
-        report.log_tail = base.log[-4000:]
+        report.log_tail = base_log[-4000:]
         raise EnvironmentFault(f"{task.instance_id}: environment fault: {cause}", report, failure)
 
     def _drop_ignored(self, sandbox: Sandbox, kept: str, report: GradeReport, gd: str) -> str:
@@ -867,14 +884,20 @@ def _install_hidden(task: Task, sandbox: Sandbox, gd: str) -> str | None:
     return None if "HA_TESTS_READY" in res.output else res.output.strip() or "no output"
 
 
+_GIT_IGNORE = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false check-ignore"
+
+
+_PRINT_IGNORED = ("if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]{also}; then printf 'HA_IGNORED '; "
+                  "printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n'; echo; fi")
+"""Prints ``HA_IGNORED <hex of the path's bytes>`` for ``$p`` when the copy lacks it (and ``{also}`` holds)."""
+
+
 def _ignored_script(listing: str) -> str:
     """Of the NUL-separated paths in ``listing``: those the base's ignore rules ignore and the copy
     lacks, each printed as ``HA_IGNORED <hex of its bytes>``; then ``HA_CHECKED``."""
     q = ansi_c_quote(listing)
-    return (f"{{ git -c core.hooksPath=/dev/null -c core.fsmonitor=false check-ignore -z --stdin < {q}; "
-            "rc=$?; [ $rc -le 1 ] || exit $rc; } | while IFS= read -r -d '' p; do "
-            "if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then printf 'HA_IGNORED '; printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n'; "
-            "echo; fi; done; "
+    return (f"{{ {_GIT_IGNORE} -z --stdin < {q}; rc=$?; [ $rc -le 1 ] || exit $rc; }} | "
+            f"while IFS= read -r -d '' p; do {_PRINT_IGNORED.format(also='')}; done; "
             f"[ \"${{PIPESTATUS[0]}}\" = 0 ] && rm -f -- {q} && echo HA_CHECKED")
 
 
@@ -882,9 +905,8 @@ def _ignored_one_by_one(listing: str) -> str:
     """``_ignored_script``'s answer, one ``git check-ignore`` per path (a path git cannot check is
     not ignored)."""
     q = ansi_c_quote(listing)
-    return (f"while IFS= read -r -d '' p; do if [ ! -e \"$p\" ] && [ ! -L \"$p\" ] && git -c core.hooksPath=/dev/null "
-            "-c core.fsmonitor=false check-ignore -q -- \"$p\" 2>/dev/null; then printf 'HA_IGNORED '; "
-            "printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n'; echo; fi; done < " + q + f"; rm -f -- {q}; echo HA_CHECKED")
+    test = f' && {_GIT_IGNORE} -q -- "$p" 2>/dev/null'
+    return f"while IFS= read -r -d '' p; do {_PRINT_IGNORED.format(also=test)}; done < {q}; rm -f -- {q}; echo HA_CHECKED"
 
 
 def _joined(first: str, second: str) -> str:

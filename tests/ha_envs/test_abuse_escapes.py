@@ -19,11 +19,11 @@ from .verdict_payloads import HOLLOW_IMPORTS
 pytestmark = pytest.mark.abuse
 
 
-def one_form_in_docker(kind: str, name: str, forms) -> None:
-    """Every form runs in the local sandbox; in Docker, the first form of each class only (the
-    sandbox's own mechanics are the same for every form; CI time)."""
-    if kind == "docker" and name != sorted(forms)[0]:
-        pytest.skip("one form per class in the Docker sandbox; every form runs in the local one")
+def in_sandboxes(forms, docker=None) -> list:
+    """(kind, form) pairs: every form in the local sandbox, one (``docker``, else the first) in
+    Docker; the sandbox's own mechanics are the same for every form (CI time)."""
+    names = sorted(forms)
+    return [*(("local", n) for n in names), ("docker", docker or names[0])]
 
 
 def grader(kind: str) -> Grader:
@@ -78,12 +78,11 @@ NAMED_ON_DISK = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(NAMED_ON_DISK))
+@pytest.mark.parametrize("kind,name", in_sandboxes(NAMED_ON_DISK), indirect=["kind"])
 def test_code_under_test_finds_no_graded_test_named_on_disk(kind, name, tmp_path):
     """The payload works: in the agent's copy, a diff under ``.git/ha-grade`` naming its failing
     control test turns that test green. In the grading copy nothing names the graded tests while
     they run (the grader's files are gone), so it hollows nothing and the bug stays a failure."""
-    one_form_in_docker(kind, name, NAMED_ON_DISK)
     payload = NAMED_ON_DISK[name]
     control = "def test_zz_control():\n    assert False, 'must fail'\n"
     fake = ("diff --git a/tests/test_zz.py b/tests/test_zz.py\n--- /dev/null\n+++ b/tests/test_zz.py\n"
@@ -115,12 +114,12 @@ def _quick(task, timeout_s: int = 15):
     return dataclasses.replace(task, tests=dataclasses.replace(task.tests, timeout_s=timeout_s))
 
 
-@pytest.mark.parametrize("form", ["real-fix-then-hang", "forged-passes-then-hang"])
+@pytest.mark.parametrize("kind,form", in_sandboxes(["real-fix-then-hang", "forged-passes-then-hang"], "real-fix-then-hang"),
+                         indirect=["kind"])
 def test_a_run_cut_off_by_its_time_limit_never_resolves(kind, form, tiny_task, tmp_path):
     """The real fix, or forged PASSED lines for every listed test, then a hang past the time limit
     (an ``atexit`` sleep: the log already says everything passed). Cut off, the run is unresolved,
     and the patch's fault: the base's run, in a fresh copy, finishes in time."""
-    one_form_in_docker(kind, form, ['real-fix-then-hang'])
     task = _quick(tiny_task)
     listed = [*task.tests.fail_to_pass, *task.tests.pass_to_pass]
     hang = _PASS_THEN_HANG.replace("FORGED", repr(tuple(listed)))
@@ -167,12 +166,11 @@ if "pytest" in _sys.modules:
 }
 
 
-@pytest.mark.parametrize("name", sorted(MASKERS))
+@pytest.mark.parametrize("kind,name", in_sandboxes(MASKERS), indirect=["kind"])
 def test_a_run_that_poisons_its_copy_is_graded_not_masked(kind, name, tmp_path):
     """The patched run reports no test and leaves behind what would keep a base run in the same copy
     from starting too ("with the patch and at base alike" -> masked). The base runs in a fresh
     copy: it starts, so the patch is to blame: reward 0, graded."""
-    one_form_in_docker(kind, name, MASKERS)
     task = ttl_cache()
     report = grader(kind).grade(task, patch_of(task.source_dir, ">>ttlcache/__init__.py", MASKERS[name], tmp_path))
     assert_graded_zero(report)
@@ -245,12 +243,11 @@ def clamp(x, lo, hi):
 }
 
 
-@pytest.mark.parametrize("name", sorted(ANSWER_KEYS))
+@pytest.mark.parametrize("kind,name", in_sandboxes(ANSWER_KEYS), indirect=["kind"])
 def test_answer_keys_read_from_the_tests_earn_nothing(kind, name, tiny_task, tmp_path):
     """No fix: ``clamp`` returns what the hidden tests expect, read from their source at grading
     time. No runner is touched and no canary calls ``clamp``, so only the watch can see it: the
     code under test read the tests' sources or code, which the gold patch's run never does."""
-    one_form_in_docker(kind, name, ANSWER_KEYS)
     from ..conftest import require_bwrap
 
     payload = ANSWER_KEYS[name]
@@ -314,11 +311,10 @@ def clamp(x, lo, hi):
 }
 
 
-@pytest.mark.parametrize("name", sorted(HONEST_FIXES))
+@pytest.mark.parametrize("kind,name", in_sandboxes(HONEST_FIXES, "plain-libraries"), indirect=["kind"])
 def test_honest_fixes_pass_the_watch(kind, name, tiny_task, tmp_path):
     """The watch sees nothing of an ordinary fix (no false alarm): the gold patch, and a fix of
     another shape using everyday libraries, resolve with reward 1."""
-    one_form_in_docker(kind, name, HONEST_FIXES)
     if kind == "local":
         from ..conftest import require_bwrap
 
@@ -368,13 +364,12 @@ import functools as _ft,''')
 TAINT = {"hollows-tests-naming-the-package": _NAMES_PACKAGE, "passes-tests-the-package-ran-in": _TOUCHES_PACKAGE}
 
 
-@pytest.mark.parametrize("name", sorted(TAINT))
+@pytest.mark.parametrize("kind,name", in_sandboxes(TAINT), indirect=["kind"])
 def test_forgeries_that_spare_what_does_not_touch_the_package_earn_nothing(kind, name, tmp_path):
     """Forgeries keyed on what a test touches. The twin canaries are copies of the file's own
     passing tests, one with an assertion turned round: it calls into the package, fails honestly,
     and the forgery passes it, whatever it spares. Graded without the watch to show the twins alone
     catch it (named in the reasons); with the watch too."""
-    one_form_in_docker(kind, name, TAINT)
     task = ttl_cache()
     patch = patch_of(task.source_dir, ">>ttlcache/__init__.py", TAINT[name], tmp_path)
     if kind == "local":
@@ -469,13 +464,13 @@ def _task(name: str):
     return next(t for t in load_suite("mini") if t.instance_id == name)
 
 
-@pytest.mark.parametrize("language", sorted(OTHER_LANGUAGES))
+# Go's case compiles, then waits out a full time limit: the local sandbox only (CI time)
+@pytest.mark.parametrize("kind,language", [("local", "go"), ("local", "javascript"), ("docker", "javascript")],
+                         indirect=["kind"])
 def test_other_languages_hang_and_poison_without_reward_or_mask(kind, language, tmp_path):
     """Go and JavaScript: a package that hangs when loaded (the run cut off; the base finishes in
     time) and one that deletes the test files and exits (the base in a fresh copy starts) are both
     graded zero and never masked."""
-    if kind == "docker" and language == "go":  # the slowest case (a compile, then a full time limit): CI time
-        pytest.skip("Go runs in the local sandbox; JavaScript in both")
     name, limit, path, hang, poison = OTHER_LANGUAGES[language]
     task = _quick(_task(name), limit)
     g = grader(kind)

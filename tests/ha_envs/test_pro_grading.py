@@ -39,8 +39,8 @@ RUN_SCRIPT = textwrap.dedent("""\
     run_selected_tests() {
       cd /app
       export PYTHONPATH=/app:$PYTHONPATH
-      echo "SELECTED: $*"
       python -m pytest -v -p no:cacheprovider "$@" || true
+      echo "SELECTED: $*"  # after the run: the log tail keeps it however long pytest's header grows
     }
     if [[ "$1" == *","* ]]; then IFS=',' read -r -a TEST_FILES <<< "$1"; else TEST_FILES=("$@"); fi
     run_selected_tests "${TEST_FILES[@]}"
