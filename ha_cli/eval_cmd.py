@@ -15,6 +15,7 @@ from ha_cli.sampling import add_max_tokens
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from ha_agents.runs.evaluate import evaluate
+    from ha_agents.runs.identity import eval_identity
 
     spec = _spec(args.harness)
     if args.without:
@@ -43,15 +44,45 @@ def cmd_eval(args: argparse.Namespace) -> int:
               "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
     config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=token_mode, model_options=options,
                                   seed=args.seed, max_turns=args.max_turns, env_placement=args.env_placement)
-    summary = evaluate(tasks, model, config, runs=args.runs, out_dir=args.out, workers=args.workers,
-                       executor=args.executor, progress_bar=not args.no_progress)
+    out = _claim_out(args, eval_identity(tasks, model, config, args.runs))
+    before = _masked_and_pass(out, tasks, args.runs) if args.retry_masked else None
+    summary = evaluate(tasks, model, config, runs=args.runs, out_dir=out, workers=args.workers,
+                       executor=args.executor, progress_bar=not args.no_progress, retry_masked=args.retry_masked)
     print(summary.markdown())
-    print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
-          f"harness.yaml (hash {summary.harness_hash})")
+    if before is not None:
+        from ha_agents.runs.retry import HISTORY, change_line
+
+        print(change_line(before[2], (before[0], summary.masked), (before[1], summary.mean_pass_at_1), out / HISTORY))
+    print(f"\noutputs in {out.resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
+          f"harness.yaml (hash {summary.harness_hash}), run-identity.json")
     from ha_envs.grading.faults import fault_summary, network_note, records_under
-    records = records_under(Path(args.out) / "trajectories.jsonl")
+    records = records_under(out / "trajectories.jsonl")
     print(fault_summary(records) + network_note(records), end="", file=sys.stderr)
     return 0
+
+
+def _claim_out(args: argparse.Namespace, identity) -> Path:
+    """``--out`` when it is free or holds this run; with ``--new-out`` the next free ``OUT-N``."""
+    from ha_agents.runs.identity import claim
+
+    if args.retry_masked and args.new_out:
+        raise ValueError("--retry-masked continues the run in --out and --new-out starts another: pass one of them")
+    out = claim(args.out, identity, new_out=args.new_out)
+    if out != Path(args.out):
+        print(f"{args.out} holds another run: writing to {out}", file=sys.stderr)
+    return out
+
+
+def _masked_and_pass(out: Path, tasks: list, runs: int) -> tuple[int, float, int]:
+    """(masked, mean pass@1, masked episodes to retry) of the run in ``out`` before a retry."""
+    from ha_agents.records.log import read_jsonl
+    from ha_agents.runs.evaluate import summarize
+    from ha_agents.runs.retry import masked_episodes
+
+    records = read_jsonl(out / "trajectories.jsonl")
+    ids = [t.instance_id for t in tasks]
+    s = summarize(records, ids, runs, "", "")
+    return s.masked, s.mean_pass_at_1, sum(map(masked_episodes(ids, runs), records))
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -119,6 +150,15 @@ def cmd_show_trajectory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_out_args(p: argparse.ArgumentParser, default: str, what: str) -> None:
+    p.add_argument("--out", default=default, help="output directory; a rerun of the same run resumes it (more --runs "
+                   "or tasks extend it), any other run there is refused with the differences named (run-identity.json)")
+    p.add_argument("--new-out", action="store_true", help="when --out holds another run, write to the first of "
+                   "OUT-2, OUT-3, ... that is free or holds this run, instead of refusing")
+    p.add_argument("--retry-masked", action="store_true", help=f"run the masked {what} of the run in --out again (same "
+                   "seeds); their old records go to masked-history.jsonl; prints masked and pass@1 before -> after")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="run a model under a harness and report pass@1")
     _add_source(p)
@@ -150,7 +190,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
-    p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
+    _add_out_args(p, "runs/eval", "episodes")
     p.add_argument("--no-progress", action="store_true", help="no progress on stderr (by default: a bar redrawn in "
                    "place on a terminal, else one line per finished episode with rate and ETA)")
     p.set_defaults(func=cmd_eval)

@@ -6,7 +6,9 @@ Output directory:
   (``instance_id``, ``model_name_or_path``, ``model_patch``), rebuilt from the trajectories;
 - ``summary.json``: pass@1 per run, its mean, and per-instance outcomes;
 - ``harness.yaml``: the exact harness spec; ``trajs/run<k>/<id>/<id>.traj.json``: mini-swe-agent-style copies.
-A rerun with the same directory skips the (instance, run) pairs already in trajectories.jsonl.
+- ``run-identity.json``: what makes the results (``identity``): a rerun with the same directory
+  continues only the same run, skipping the (instance, run) pairs already in trajectories.jsonl;
+- ``masked-history.jsonl``: the masked records a ``retry_masked`` run replaced.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from ..llm.options import ModelOptions
 from ..records.episode_record import classify
 from ..records.export import write_traj_json
 from ..records.log import JsonlLog
+from .identity import claim, eval_identity
+from .retry import HISTORY, masked_episodes, set_aside
 from .rollouts import collect
 
 __all__ = ["EvalSummary", "evaluate", "summarize", "write_predictions"]
@@ -56,20 +60,21 @@ class EvalSummary:
 
 def evaluate(tasks: list[Task], model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", runs: int = 1,
              out_dir: Path | str = "runs/eval", *, workers: int = 1, executor: str = "threads",
-             progress: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = False) -> EvalSummary:
+             progress: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = False,
+             retry_masked: bool = False) -> EvalSummary:
     """``runs`` episodes of every task with ``model`` (a model spec, or a client with threads), set up
     by ``config`` (an :class:`EpisodeConfig`, or a harness for the default one: its sampling options
-    and seed are recorded in summary.json). ``progress``: called with each finished episode's
-    record; ``progress_bar``: show :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr."""
+    and seed are recorded in summary.json). ``out_dir`` must be free or hold this very run
+    (``identity.claim``; else :class:`~ha_agents.runs.identity.RunIdentityError`). ``progress``:
+    called with each finished episode's record; ``progress_bar``: show
+    :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr. ``retry_masked``: run the masked
+    episodes again (their old records move to ``masked-history.jsonl``)."""
     config = EpisodeConfig.of(config)
     spec = config.harness
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim(out_dir, eval_identity(tasks, model, config, runs))
     log = JsonlLog(out / "trajectories.jsonl")
-    other = {r.get("harness_hash") for r in log.records} - {spec.hash}
-    if other:
-        raise ValueError(f"{out} holds episodes of another harness (hash {', '.join(sorted(map(str, other)))}); "
-                         f"this run's harness {spec.name} has hash {spec.hash}: use another --out")
+    if retry_masked:
+        set_aside(log, masked_episodes([t.instance_id for t in tasks], runs), out / HISTORY)
     spec.save(out / "harness.yaml")
     collect(tasks, runs, model, config, log=log, workers=workers, executor=executor, on_record=progress,
             progress_bar=progress_bar)

@@ -155,7 +155,8 @@ def test_cli_eval_ablation_records_its_hash(tmp_path, capsys):
     # resuming the same directory with another harness is refused
     assert main(["eval", "--suite", "mini", "--instances", "mini__semver_ranges", "--harness", "h2",
                  "--out", str(out)]) == 2
-    assert "holds episodes of another harness" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds another run" in err and f"harness_hash: {want!r} (in the folder) vs {load_spec('h2').hash!r}" in err
 
 
 @pytest.mark.slow

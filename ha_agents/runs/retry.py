@@ -1,0 +1,50 @@
+"""``--retry-masked``: run a folder's masked episodes (or failed gradings) again, losing nothing.
+
+The masked records are appended to ``masked-history.jsonl`` in the folder (each with
+``retried_at``), durable before they leave the run's own file; the run then finds those
+(instance, run) pairs missing and runs them again as a resume does, with the same seeds
+(``EpisodeConfig.episode_seed`` is a function of the run's seed, the instance and the run).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..records.episode_record import classify
+from ..records.log import JsonlLog, append_jsonl
+
+HISTORY = "masked-history.jsonl"
+
+
+def set_aside(log: JsonlLog, masked: Callable[[dict[str, Any]], bool], history: Path) -> list[dict[str, Any]]:
+    """Move the records ``masked`` picks from ``log`` (its file rewritten whole) to ``history``."""
+    moved = [r for r in log.records if masked(r)]
+    if not moved:
+        return []
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    for r in moved:
+        append_jsonl(history, {**r, "retried_at": stamp})
+    kept = [r for r in log.records if not masked(r)]
+    tmp = log.path.with_name(log.path.name + ".tmp")
+    with tmp.open("w") as fh:
+        fh.writelines(json.dumps(r, ensure_ascii=True) + "\n" for r in kept)
+    tmp.replace(log.path)
+    log.records = kept
+    return moved
+
+
+def masked_episodes(ids: Iterable[str], runs: int) -> Callable[[dict[str, Any]], bool]:
+    """Picks the masked records of these instances' runs 1..``runs``."""
+    wanted = set(ids)
+    return lambda r: r["instance_id"] in wanted and int(r["run"]) <= runs and classify(r).masked
+
+
+def change_line(retried: int, masked: tuple[int, int], pass_at_1: tuple[float, float], history: Path) -> str:
+    """One line saying what a retry changed."""
+    if not retried:
+        return "retry-masked: no masked episode to retry"
+    return (f"retry-masked: {retried} masked episode(s) run again (their old records: {history}); "
+            f"masked {masked[0]} -> {masked[1]}; pass@1 {100 * pass_at_1[0]:.1f} -> {100 * pass_at_1[1]:.1f}")
