@@ -85,6 +85,15 @@ def _masked_and_pass(out: Path, tasks: list, runs: int) -> tuple[int, float, int
     return s.masked, s.mean_pass_at_1, sum(map(masked_episodes(ids, runs), records))
 
 
+def _graded(out: Path, tasks: list, predictions: dict) -> tuple[int, float]:
+    """(failed gradings, resolved fraction) of the predicted instances already graded in ``out``."""
+    from ha_agents.runs.grade import _safe
+
+    bodies = [json.loads(p.read_text())[t.instance_id] for t in tasks if t.instance_id in predictions
+              for p in [out / "logs" / _safe(t.instance_id) / "report.json"] if p.is_file()]
+    return sum(b["status"] == "error" for b in bodies), sum(bool(b["resolved"]) for b in bodies) / max(1, len(bodies))
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     from ha_agents.runs.grade import grade_predictions, load_predictions
     from ha_envs.grading.grader import Grader, shared_loopback_note
@@ -112,11 +121,26 @@ def cmd_grade(args: argparse.Namespace) -> int:
                         "machine lacks)")
         print(f"{iid}: {verdict}", file=sys.stderr, flush=True)
 
-    run = grade_predictions(tasks, predictions, args.out, grader=grader, workers=args.workers, progress=progress)
+    from ha_agents.runs.identity import grade_identity
+
+    out = _claim_out(args, grade_identity(tasks, predictions, sandbox=args.sandbox, verdict_rules=args.verdict_rules))
+    before = _graded(out, tasks, predictions) if args.retry_masked else None
+    retried = 0
+    if args.retry_masked:
+        from ha_agents.runs.retry import set_aside_gradings
+
+        retried = set_aside_gradings(out, [t.instance_id for t in tasks if t.instance_id in predictions])
+    run = grade_predictions(tasks, predictions, out, grader=grader, workers=args.workers, progress=progress)
     print(run.markdown())
+    if before is not None:
+        from ha_agents.runs.retry import HISTORY, change_line
+
+        total = max(1, len(run.resolved) + len(run.unresolved) + len(run.empty) + len(run.errors))
+        print(change_line(retried, (before[0], len(run.errors)), (before[1], len(run.resolved) / total), out / HISTORY,
+                          what="failed grading(s)"))
     if run.skipped:
-        print(f"{len(run.skipped)} instance(s) already graded in {args.out} were kept")
-    print(f"\nreport: {Path(args.out) / 'report.json'}; per instance: {Path(args.out) / 'logs'}/<id>/")
+        print(f"{len(run.skipped)} instance(s) already graded in {out} were kept")
+    print(f"\nreport: {out / 'report.json'}; per instance: {out / 'logs'}/<id>/")
     return 0
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -150,13 +174,13 @@ def cmd_show_trajectory(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_out_args(p: argparse.ArgumentParser, default: str, what: str) -> None:
+def _add_out_args(p: argparse.ArgumentParser, default: str, retry_help: str) -> None:
     p.add_argument("--out", default=default, help="output directory; a rerun of the same run resumes it (more --runs "
                    "or tasks extend it), any other run there is refused with the differences named (run-identity.json)")
     p.add_argument("--new-out", action="store_true", help="when --out holds another run, write to the first of "
                    "OUT-2, OUT-3, ... that is free or holds this run, instead of refusing")
-    p.add_argument("--retry-masked", action="store_true", help=f"run the masked {what} of the run in --out again (same "
-                   "seeds); their old records go to masked-history.jsonl; prints masked and pass@1 before -> after")
+    p.add_argument("--retry-masked", action="store_true", help=retry_help + "; their old records go to "
+                   "masked-history.jsonl in --out; prints the masked count and pass@1 before -> after")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -190,7 +214,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
-    _add_out_args(p, "runs/eval", "episodes")
+    _add_out_args(p, "runs/eval", "run the masked episodes (model, sandbox or grading faults) of the run in --out "
+                  "again, with the seeds they had")
     p.add_argument("--no-progress", action="store_true", help="no progress on stderr (by default: a bar redrawn in "
                    "place on a terminal, else one line per finished episode with rate and ETA)")
     p.set_defaults(func=cmd_eval)
@@ -200,7 +225,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--predictions", required=True, help="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--out", default="runs/grade", help="output directory (a rerun keeps finished instances)")
+    _add_out_args(p, "runs/grade", "grade again the instances whose grading failed (status error) in --out")
     p.add_argument("--verdict-rules", choices=["auto", "swebench", "harnessadapt"], default="auto",
                    help="auto (default): the installed swebench's own grading functions for SWE-bench rows, ours "
                    "(stricter: F2P must be PASSED, a missing test fails) for the rest; or one of them for every "

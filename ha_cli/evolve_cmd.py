@@ -19,6 +19,7 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     from ha_evolve.schedule import EvolveConfig, Evolution
     from ha_cli.gate_args import gate_config
     from ha_cli.sampling import greedy_warning, model_options
+    from ha_agents.runs.identity import check, claim
 
     tasks = _tasks(args)
     proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
@@ -26,9 +27,13 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
                           decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch,
                           workers=args.workers, executor=args.executor, seed=args.seed, **gate_config(args))
     out = Path(args.out)
+    options = model_options(args)
+    identity = _identity(args, tasks, options)
+    problem = check(out, identity)  # another command's folder, or another evolution: refused either way
+    if problem is not None:
+        raise problem
     if out.exists() and any(out.iterdir()) and not args.resume:
         raise ValueError(f"{out} is not empty: pass --resume to continue that run, or another --out")
-    options = model_options(args)
     note = greedy_warning(args.model, options, args.group_size)
     if note:
         print(f"warning: {note}", file=sys.stderr)
@@ -36,6 +41,7 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
 
     episodes = EpisodeConfig.create(_spec(args.harness), sandbox=args.sandbox, model_options=options,
                                     env_placement=args.env_placement)
+    claim(out, identity)
     evo = Evolution(out, tasks, args.model, episodes, proposer, config,
                     progress=lambda text: print(text, file=sys.stderr, flush=True))
     final = evo.run()
@@ -45,6 +51,17 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     print(f"\nfrozen harness: {final.name} ({final.hash}) -> {out / 'harness.yaml'}")
     print(f"log: {out / 'evolution.jsonl'}; figures: {', '.join(str(p) for p in paths)}")
     return 0
+
+
+def _identity(args: argparse.Namespace, tasks: list, options) -> "RunIdentity":
+    """What an evolution's results depend on; more --rounds extend it (its ``runs``)."""
+    from ha_agents.runs.identity import command_identity, model_fields
+
+    fields = {**model_fields(args.model), "temperature": options.temperature, "top_p": options.top_p,
+              "seed": args.seed, "harness_hash": _spec(args.harness).hash, "sandbox": args.sandbox,
+              "proposer": args.proposer, "teacher": args.teacher or args.teacher_command or "",
+              "group_size": args.group_size, "candidates": args.candidates, "decide_by": args.decide_by}
+    return command_identity("evolve", fields, tasks, args.rounds)
 
 
 def cmd_evolve_log(args: argparse.Namespace) -> int:

@@ -117,6 +117,20 @@ def _need_torch() -> None:
         raise ValueError("the local backend needs torch and transformers: pip install -e '.[hf]'") from None
 
 
+def _claim(args: argparse.Namespace, tasks: list, spec: Any, out: Path, only_check: bool = False) -> None:
+    """Record the run's identity in ``out``, refusing a folder another command or another run wrote
+    (``ha_agents.runs.identity``); the number of epochs may grow on a resume."""
+    from ha_agents.runs.identity import check, claim, command_identity
+
+    fields = {"backend": args.backend, "model": str(args.model), "harness_hash": spec.hash, "seed": args.seed, "temperature": args.temperature}
+    identity = command_identity("train", fields, tasks)
+    problem = check(out, identity)
+    if problem is not None:
+        raise problem
+    if not only_check:
+        claim(out, identity)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ha_cli.selection import select_tasks as _tasks
 
@@ -150,6 +164,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             tasks = report.tasks
         from ha_agents.train.verl_launch import launch
 
+        _claim(args, tasks, spec, out)
         return launch(args, tasks, spec, out)
     _need_torch()
     from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
@@ -165,7 +180,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         init_model(model, args.init_model, seed=args.seed)
         print(f"built a tiny {args.init_model}-family model at {model}", file=sys.stderr)
     if out.exists() and (out / "metrics.jsonl").exists() and not args.resume:
+        _claim(args, tasks, spec, out, only_check=True)  # another run's folder: its differences, not this advice
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
+    _claim(args, tasks, spec, out)
     config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
                          max_tokens=args.max_tokens, context_tokens=args.context_tokens, seed=args.seed,
                          loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef))

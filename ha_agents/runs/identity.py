@@ -120,6 +120,9 @@ def folder_command(out: Path) -> str | None:
         return None
     ident = load(out)
     if ident is not None:
+        if all(p.name in (IDENTITY_FILE, "harness.yaml") or (p.is_file() and not p.stat().st_size)
+               for p in out.iterdir()):
+            return None  # claimed, then stopped before any result (a bad flag found late): free again
         return ident.command
     if (out / "evolution.jsonl").exists():
         return "evolve"
@@ -129,9 +132,7 @@ def folder_command(out: Path) -> str | None:
         return "eval"
     if (out / "report.json").exists() or (out / "logs").is_dir():
         return "grade"
-    if (out / "harness.yaml").exists():  # an eval killed before its first episode ended
-        return "eval"
-    return "unknown"
+    return "unknown"  # a lone harness.yaml too: it may be the user's own
 
 
 def differences(old: RunIdentity, new: RunIdentity) -> list[tuple[str, Any, Any]]:
@@ -225,24 +226,34 @@ def claim(out: Path | str, identity: RunIdentity, *, new_out: bool = False) -> P
     return out
 
 
-def eval_identity(tasks: list[Any], model: Any, config: Any, runs: int) -> RunIdentity:
-    """The identity of an ``ha eval`` run (``config``: its ``EpisodeConfig``)."""
+def command_identity(command: str, fields: Mapping[str, Any], tasks: list[Any], runs: int = 0) -> RunIdentity:
+    """An identity of ``fields`` with the grader and library versions, over ``tasks``' fingerprints."""
     from ha_envs.grading.grader import GRADER_VERSION
 
+    return RunIdentity(command, {**fields, "grader_version": GRADER_VERSION, "library_version": library_version()},
+                       {t.instance_id: t.fingerprint() for t in tasks}, runs)
+
+
+def eval_identity(tasks: list[Any], model: Any, config: Any, runs: int) -> RunIdentity:
+    """The identity of an ``ha eval`` run (``config``: its ``EpisodeConfig``)."""
     options = config.model_options
     token_mode = config.token_mode
-    spec = model if isinstance(model, str) else model_identity(model)
     fields = {
-        "model": spec, "model_identity": model_identity(model), "model_name": display_name(model),
-        "temperature": getattr(options, "temperature", None), "top_p": getattr(options, "top_p", None),
-        "max_tokens": getattr(options, "max_tokens", None), "model_kwargs": dict(getattr(options, "extra", None) or {}),
-        "seed": config.seed, "harness": config.harness.name, "harness_hash": config.harness.hash,
+        **model_fields(model), "temperature": getattr(options, "temperature", None),
+        "top_p": getattr(options, "top_p", None), "max_tokens": getattr(options, "max_tokens", None),
+        "model_kwargs": dict(getattr(options, "extra", None) or {}), "seed": config.seed,
+        "harness": config.harness.name, "harness_hash": config.harness.hash,
         "sandbox": config.sandbox if isinstance(config.sandbox, str) else getattr(config.sandbox, "__name__", "custom"),
         "token_mode": None if token_mode is None else [str(token_mode.template), str(token_mode.tokenizer),
                                                       token_mode.context_tokens],
-        "grader_version": GRADER_VERSION, "library_version": library_version(),
     }
-    return RunIdentity("eval", fields, {t.instance_id: t.fingerprint() for t in tasks}, runs)
+    return command_identity("eval", fields, tasks, runs)
+
+
+def model_fields(model: Any) -> dict[str, str]:
+    """``model`` (the spec), ``model_identity`` and ``model_name`` (what records call it)."""
+    spec = model if isinstance(model, str) else model_identity(model)
+    return {"model": spec, "model_identity": model_identity(model), "model_name": display_name(model)}
 
 
 def display_name(model: Any) -> str:

@@ -42,9 +42,29 @@ def masked_episodes(ids: Iterable[str], runs: int) -> Callable[[dict[str, Any]],
     return lambda r: r["instance_id"] in wanted and int(r["run"]) <= runs and classify(r).masked
 
 
-def change_line(retried: int, masked: tuple[int, int], pass_at_1: tuple[float, float], history: Path) -> str:
-    """One line saying what a retry changed."""
+def change_line(retried: int, masked: tuple[int, int], pass_at_1: tuple[float, float], history: Path,
+                what: str = "masked episode(s)") -> str:
+    """One line saying what a retry changed (``masked``, ``pass_at_1``: before and after)."""
     if not retried:
-        return "retry-masked: no masked episode to retry"
-    return (f"retry-masked: {retried} masked episode(s) run again (their old records: {history}); "
+        return f"retry-masked: no {what} to retry"
+    return (f"retry-masked: {retried} {what} run again (their old records: {history}); "
             f"masked {masked[0]} -> {masked[1]}; pass@1 {100 * pass_at_1[0]:.1f} -> {100 * pass_at_1[1]:.1f}")
+
+
+def set_aside_gradings(out: Path, ids: Iterable[str]) -> int:
+    """``ha grade``: move the failed gradings (status ``error``) of these instances to the history,
+    so the grading run does them again; returns how many."""
+    from .grade import _safe
+
+    history, moved = Path(out) / HISTORY, 0
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    for iid in ids:
+        path = Path(out) / "logs" / _safe(iid) / "report.json"
+        if not path.is_file():
+            continue
+        body = json.loads(path.read_text()).get(iid, {})
+        if body.get("status") == "error":
+            append_jsonl(history, {"instance_id": iid, **body, "retried_at": stamp})
+            path.unlink()
+            moved += 1
+    return moved

@@ -1,0 +1,143 @@
+"""An output folder answers for one run only (`run-identity.json`): `ha eval` into a folder of another
+model, temperature or command is refused naming each difference, `--new-out` writes beside it, the
+same run resumes with nothing run again, and `--retry-masked` runs exactly the masked episodes again
+(masked for real: a model server whose answers for one task fail, then come back)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ha_agents.llm.fake_server import FakeOpenAIServer
+from ha_agents.llm.policies import OraclePolicy
+from ha_cli.main import main
+from tests.conftest import require_bwrap, task_row
+
+HA = Path(sys.executable).with_name("ha")
+
+
+def _source(task, path: Path, *extra_rows: dict) -> list[str]:
+    path.write_text("".join(json.dumps(r) + "\n" for r in [task_row(task), *extra_rows]))
+    return ["--jsonl", str(path), "--no-progress"]
+
+
+def _lines(out: Path) -> list[str]:
+    return (out / "trajectories.jsonl").read_text().splitlines()
+
+
+def test_another_run_in_the_folder_is_refused_naming_each_difference(tiny_task, tmp_path, capsys):
+    require_bwrap()
+    src, out = _source(tiny_task, tmp_path / "t.jsonl"), tmp_path / "o"
+    assert main(["eval", *src, "--model", "null", "--temperature", "0.2", "--out", str(out)]) == 0
+    before = _lines(out)
+    proc = subprocess.run([str(HA), "eval", *src, "--model", "oracle", "--temperature", "0.2", "--out", str(out)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "model: 'null' (in the folder) vs 'oracle' (this command)" in proc.stderr, proc.stderr
+    assert "model_name" not in proc.stderr  # follows from the spec: not named twice
+    capsys.readouterr()
+    assert main(["eval", *src, "--model", "null", "--temperature", "0.7", "--seed", "4", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "temperature: 0.2 (in the folder) vs 0.7 (this command)" in err and "model:" not in err
+    assert "seed: None (in the folder) vs 4 (this command)" in err
+    assert _lines(out) == before
+    assert json.loads((out / "summary.json").read_text())["model_options"]["temperature"] == 0.2
+    # a folder from before identities: compared on what it shows, adopted when that agrees
+    (out / "run-identity.json").unlink()
+    assert main(["eval", *src, "--model", "oracle", "--temperature", "0.2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "before run identities were recorded" in err and "model_name: 'null' (in the folder) vs 'oracle'" in err
+    assert main(["eval", *src, "--model", "null", "--out", str(out)]) == 2
+    assert "temperature: 0.2 (in the folder) vs None (this command)" in capsys.readouterr().err
+    assert main(["eval", *src, "--model", "null", "--temperature", "0.2", "--out", str(out)]) == 0
+    assert json.loads((out / "run-identity.json").read_text())["model"] == "null" and _lines(out) == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    assert main(["eval", *src, "--model", "null", "--out", str(tmp_path / "mine")]) == 2
+    assert "holds no run of ha" in capsys.readouterr().err
+
+
+def test_the_same_run_resumes_more_runs_extend_it_and_new_out_writes_beside(tiny_task, tmp_path, capsys):
+    require_bwrap()
+    src, out = _source(tiny_task, tmp_path / "t.jsonl"), tmp_path / "o"
+    null = ["eval", *src, "--model", "null", "--seed", "3", "--out", str(out)]
+    assert main(null) == 0
+    first = _lines(out)
+    assert main(null) == 0 and _lines(out) == first  # nothing run again
+    assert main([*null, "--runs", "2"]) == 0
+    lines = _lines(out)
+    assert lines[:1] == first and [json.loads(l)["run"] for l in lines] == [1, 2]
+    assert json.loads((out / "run-identity.json").read_text())["runs"] == 2
+    assert main(null) == 0 and _lines(out) == lines  # a subset of the runs: reported, nothing run
+    capsys.readouterr()
+    oracle = ["eval", *src, "--model", "oracle", "--seed", "3", "--new-out", "--out", str(out)]
+    assert main(oracle) == 0
+    captured = capsys.readouterr()
+    assert f"{out} holds another run: writing to {tmp_path / 'o-2'}" in captured.err
+    assert "| oracle | 100.0 | 100.0 |" in captured.out and str(tmp_path / "o-2") in captured.out
+    assert json.loads((tmp_path / "o-2" / "run-identity.json").read_text())["model"] == "oracle"
+    again = _lines(tmp_path / "o-2")
+    assert main(oracle) == 0  # o-2 holds this very run: resumed there
+    assert _lines(tmp_path / "o-2") == again and not (tmp_path / "o-3").exists() and _lines(out) == lines
+    assert main([*oracle, "--retry-masked"]) == 2
+    assert "--retry-masked continues the run in --out" in capsys.readouterr().err
+
+
+def test_a_folder_of_ha_evolve_run_is_refused_and_left_as_it_was(tiny_task, tmp_path, capsys):
+    require_bwrap()
+    src, evo = _source(tiny_task, tmp_path / "t.jsonl"), tmp_path / "evo"
+    assert main(["evolve", "run", *src[:2], "--model", "null", "--rounds", "1", "--group-size", "2",
+                 "--workers", "2", "--out", str(evo)]) == 0
+    files = {p: p.read_bytes() for p in evo.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["eval", *src, "--model", "null", "--harness", "h2", "--out", str(evo)]) == 2
+    assert "command: 'ha evolve run' (in the folder) vs 'ha eval' (this command)" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in evo.rglob("*") if p.is_file()} == files
+    assert main(["evolve", "run", *src[:2], "--model", "oracle", "--rounds", "1", "--group-size", "2",
+                 "--resume", "--out", str(evo)]) == 2
+    assert "model: 'null' (in the folder) vs 'oracle' (this command)" in capsys.readouterr().err
+
+
+def test_retry_masked_runs_exactly_the_masked_episodes_again(tiny_task, tmp_path, capsys):
+    """Task B's model calls fail (the server's script raises: HTTP 400, the episode ends model_error,
+    masked) while A's succeed; the server is then mended and --retry-masked runs B alone again."""
+    require_bwrap()
+    marker = " (second copy)"
+    b_row = task_row(tiny_task, instance_id="tiny__clamp_b", problem_statement=tiny_task.problem_statement + marker)
+    src, out = _source(tiny_task, tmp_path / "t.jsonl", b_row), tmp_path / "o"
+    plan = [f"```bash\n{c.arguments['command']}\n```" for c in OraclePolicy().plan(tiny_task, {}) if c.name == "bash"]
+    plan.append("```bash\nsubmit\n```")
+    down = {"b": True}
+    seen: list[tuple[str, int | None]] = []
+
+    def respond(body):
+        text = body["messages"][1]["content"]
+        task = "b" if marker in text else "a"
+        seen.append((task, body.get("seed")))
+        if task == "b" and down["b"]:
+            raise RuntimeError("the model behind this server is down")
+        step = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return {"content": plan[min(step, len(plan) - 1)]}
+
+    with FakeOpenAIServer(respond) as srv:
+        cmd = ["eval", *src, "--model", f"openai:m@{srv.url}", "--harness", "h0", "--seed", "7", "--out", str(out)]
+        assert main(cmd) == 0
+        first = {json.loads(l)["instance_id"]: l for l in _lines(out)}
+        masked = json.loads(first["tiny__clamp_b"])
+        assert masked["termination"] == "model_error" and masked["mask_sample"]
+        assert json.loads(first["tiny__clamp"])["resolved"]
+        b_seeds = {s for t, s in seen if t == "b"}
+        assert main(cmd) == 0 and "1 episodes masked" in capsys.readouterr().out  # a plain resume retries nothing
+        down["b"] = False
+        seen.clear()
+        assert main([*cmd, "--retry-masked"]) == 0
+    printed = capsys.readouterr().out
+    assert {t for t, _ in seen} == {"b"} and {s for _, s in seen} & b_seeds  # B alone, with the seed it had
+    assert "retry-masked: 1 masked episode(s) run again" in printed and "masked 1 -> 0; pass@1 50.0 -> 100.0" in printed
+    now = {json.loads(l)["instance_id"]: l for l in _lines(out)}
+    assert now["tiny__clamp"] == first["tiny__clamp"] and json.loads(now["tiny__clamp_b"])["resolved"]
+    (old,) = [json.loads(l) for l in (out / "masked-history.jsonl").read_text().splitlines()]
+    assert old["termination"] == "model_error" and old["instance_id"] == "tiny__clamp_b" and old["retried_at"]
+    assert json.loads((out / "summary.json").read_text())["masked"] == 0
