@@ -38,6 +38,7 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     tasks = _tasks(args)
     if args.sample:
         tasks = stratified_sample(tasks, args.sample, args.seed)
+    before = _retry_masked(args, tasks) if args.retry_masked else None
     done = read_results(Path(args.results)) if args.results else {}
     todo = [t for t in tasks if t.instance_id not in done]
     note = shared_loopback_note(args.sandbox, args.workers, todo, network)
@@ -88,9 +89,43 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     from ha_envs.grading.faults import fault_summary
     print(fault_summary(r.to_dict() for r in results), end="", file=sys.stderr)
     bad = [r.instance_id for r in results if not r.ok]
+    if before is not None:
+        from ha_agents.runs.retry import change_line
+
+        print(change_line(before[2], (before[0], sum(map(_masked, (r.to_dict() for r in results)))),
+                          (before[1], (len(results) - len(bad)) / max(1, len(results))), _history(args.results),
+                          what="infrastructure fault(s)", rate_name="valid %"), file=sys.stderr)
     print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
           file=sys.stderr)
     return 1 if bad else 0
+
+
+def _masked(row: dict) -> bool:
+    """A result that says nothing of the task: its tests could not start (an environment fault) or
+    this machine lacks something (cause ``machine``)."""
+    return not row.get("ok") and (bool(row.get("fault")) or row.get("cause") == "machine")
+
+
+def _history(results: str) -> Path:
+    path = Path(results)
+    return path.with_name(path.name.removesuffix(".jsonl") + ".masked-history.jsonl")
+
+
+def _retry_masked(args: argparse.Namespace, tasks: list) -> tuple[int, float, int]:
+    """Move the selection's masked results out of ``--results`` (to its masked history), so they run
+    again; (masked, valid fraction, moved) before."""
+    from ha_agents.records.log import read_jsonl
+    from ha_agents.runs.retry import set_aside_rows
+
+    if not args.results:
+        raise ValueError("--retry-masked runs again the masked results of a --results file: pass --results")
+    ids = {t.instance_id for t in tasks}
+    latest = {r["instance_id"]: r for r in read_jsonl(Path(args.results)) if r.get("instance_id") in ids}
+    rows = read_jsonl(Path(args.results))
+    _, moved = set_aside_rows(Path(args.results), rows, lambda r: r.get("instance_id") in ids and _masked(r),
+                              _history(args.results))
+    valid = sum(bool(r.get("ok")) for r in latest.values()) / max(1, len(ids))
+    return sum(map(_masked, latest.values())), valid, len({r["instance_id"] for r in moved})
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -115,6 +150,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "always, or never")
     p.add_argument("--results", metavar="FILE.jsonl",
                    help="append each result here as it finishes; a rerun skips the instances already in it")
+    p.add_argument("--retry-masked", action="store_true", help="with --results: validate again the instances whose "
+                   "result was an infrastructure fault (tests that could not start, cause machine); their old rows go "
+                   "to FILE.masked-history.jsonl; prints faults and valid %% before -> after")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (per repository, with causes)")
     p.add_argument("--retries", type=int, default=2, metavar="K",
                    help="grade a disagreeing verdict nothing explains up to K more times; one that changes is "

@@ -147,8 +147,10 @@ def differences(old: RunIdentity, new: RunIdentity) -> list[tuple[str, Any, Any]
             diffs.append((key, old.fields.get(key), new.fields.get(key)))
     changed = sorted(i for i in set(old.items) & set(new.items) if old.items[i] != new.items[i])
     if changed:
-        diffs.append(("items", f"{len(changed)} with other content", ", ".join(changed[:5])
-                      + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else "")))
+        what = "task and patch" if new.command == "grade" else "task"
+        more = f", +{len(changed) - 5} more" if len(changed) > 5 else ""
+        diffs.append((f"items (instance -> {what} fingerprint{more})", {i: old.items[i] for i in changed[:5]},
+                      {i: new.items[i] for i in changed[:5]}))
     return diffs
 
 
@@ -186,8 +188,9 @@ def _refusal(out: Path, old: RunIdentity, diffs: list[tuple[str, Any, Any]], leg
     lines = [f"{out} holds another run (written by `{COMMANDS.get(old.command, old.command)}`"
              + (", before run identities were recorded" if legacy else "") + "); this command differs in:"]
     lines += [f"  {name}: {a!r} (in the folder) vs {b!r} (this command)" for name, a, b in diffs]
-    lines.append(f"Nothing was run or overwritten. Use another --out, or pass --new-out to write to the next free "
-                 f"{out.name}-N folder beside it.")
+    way_out = (f", or pass --new-out to write to the next free {out.name}-N folder beside it"
+               if diffs[0][0] != "command" and old.command in ("eval", "grade") else "")
+    lines.append(f"Nothing was run or overwritten. Use another --out{way_out}.")
     return RunIdentityError("\n".join(lines))
 
 

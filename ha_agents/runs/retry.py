@@ -21,19 +21,26 @@ HISTORY = "masked-history.jsonl"
 
 def set_aside(log: JsonlLog, masked: Callable[[dict[str, Any]], bool], history: Path) -> list[dict[str, Any]]:
     """Move the records ``masked`` picks from ``log`` (its file rewritten whole) to ``history``."""
-    moved = [r for r in log.records if masked(r)]
+    log.records, moved = set_aside_rows(log.path, log.records, masked, history)
+    return moved
+
+
+def set_aside_rows(path: Path, rows: list[dict[str, Any]], pick: Callable[[dict[str, Any]], bool],
+                   history: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(kept, moved): the ``rows`` of the JSONL file ``path`` that ``pick`` chooses are appended to
+    ``history`` (each with ``retried_at``, durable), then ``path`` is rewritten with the rest."""
+    moved = [r for r in rows if pick(r)]
     if not moved:
-        return []
+        return rows, []
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     for r in moved:
         append_jsonl(history, {**r, "retried_at": stamp})
-    kept = [r for r in log.records if not masked(r)]
-    tmp = log.path.with_name(log.path.name + ".tmp")
+    kept = [r for r in rows if not pick(r)]
+    tmp = Path(path).with_name(Path(path).name + ".tmp")
     with tmp.open("w") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=True) + "\n" for r in kept)
-    tmp.replace(log.path)
-    log.records = kept
-    return moved
+    tmp.replace(path)
+    return kept, moved
 
 
 def masked_episodes(ids: Iterable[str], runs: int) -> Callable[[dict[str, Any]], bool]:
@@ -42,13 +49,13 @@ def masked_episodes(ids: Iterable[str], runs: int) -> Callable[[dict[str, Any]],
     return lambda r: r["instance_id"] in wanted and int(r["run"]) <= runs and classify(r).masked
 
 
-def change_line(retried: int, masked: tuple[int, int], pass_at_1: tuple[float, float], history: Path,
-                what: str = "masked episode(s)") -> str:
-    """One line saying what a retry changed (``masked``, ``pass_at_1``: before and after)."""
+def change_line(retried: int, masked: tuple[int, int], rate: tuple[float, float], history: Path,
+                what: str = "masked episode(s)", rate_name: str = "pass@1") -> str:
+    """One line saying what a retry changed (``masked``, ``rate``: before and after)."""
     if not retried:
         return f"retry-masked: no {what} to retry"
     return (f"retry-masked: {retried} {what} run again (their old records: {history}); "
-            f"masked {masked[0]} -> {masked[1]}; pass@1 {100 * pass_at_1[0]:.1f} -> {100 * pass_at_1[1]:.1f}")
+            f"masked {masked[0]} -> {masked[1]}; {rate_name} {100 * rate[0]:.1f} -> {100 * rate[1]:.1f}")
 
 
 def set_aside_gradings(out: Path, ids: Iterable[str]) -> int:

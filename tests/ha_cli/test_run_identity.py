@@ -6,6 +6,7 @@ same run resumes with nothing run again, and `--retry-masked` runs exactly the m
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from ha_cli.main import main
 from tests.conftest import require_bwrap, task_row
 
 HA = Path(sys.executable).with_name("ha")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _source(task, path: Path, *extra_rows: dict) -> list[str]:
@@ -141,3 +143,68 @@ def test_retry_masked_runs_exactly_the_masked_episodes_again(tiny_task, tmp_path
     (old,) = [json.loads(l) for l in (out / "masked-history.jsonl").read_text().splitlines()]
     assert old["termination"] == "model_error" and old["instance_id"] == "tiny__clamp_b" and old["retried_at"]
     assert json.loads((out / "summary.json").read_text())["masked"] == 0
+
+
+def test_grade_retry_masked_grades_again_only_what_failed_and_refuses_another_patch(tiny_task, tmp_path):
+    """The failed grading is real: `ha` runs in a venv whose pytest no sandbox can import (an
+    environment fault, status error); run again from the healthy interpreter, it is graded."""
+    require_bwrap()
+    from tests.ha_envs.broken_envs import borrowing_venv
+
+    broken = borrowing_venv(tmp_path / "venv") / "bin" / "python"
+    src = _source(tiny_task, tmp_path / "t.jsonl")[:2]
+    preds, out = tmp_path / "preds.jsonl", tmp_path / "g"
+    preds.write_text(json.dumps({"instance_id": "tiny__clamp", "model_name_or_path": "m",
+                                 "model_patch": tiny_task.gold_patch}) + "\n")
+
+    def ha(python, *args):
+        proc = subprocess.run([str(python), str(HA), "grade", *src, "--predictions", str(preds), "--out", str(out),
+                               *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        return proc.returncode, proc.stdout, proc.stderr
+
+    rc, printed, err = ha(broken)
+    assert rc == 0 and "| 1 | 0 (0.0%) | 0 | 0 | 1 |" in printed, printed + err
+    report = out / "logs" / "tiny__clamp" / "report.json"
+    failed = json.loads(report.read_text())["tiny__clamp"]
+    assert failed["status"] == "error"
+    rc, printed, _ = ha(sys.executable)
+    assert rc == 0 and "already graded" in printed and json.loads(report.read_text())["tiny__clamp"] == failed
+    rc, printed, err = ha(sys.executable, "--retry-masked")
+    assert rc == 0, err
+    assert "retry-masked: 1 failed grading(s) run again" in printed and "masked 1 -> 0; pass@1 0.0 -> 100.0" in printed
+    assert json.loads(report.read_text())["tiny__clamp"]["resolved"]
+    (old,) = [json.loads(l) for l in (out / "masked-history.jsonl").read_text().splitlines()]
+    assert old["status"] == "error" and old["error"] == failed["error"]
+    preds.write_text(json.dumps({"instance_id": "tiny__clamp", "model_patch": ""}) + "\n")  # another patch
+    rc, _, err = ha(sys.executable)
+    assert rc == 2 and "items (instance -> task and patch fingerprint): {'tiny__clamp': '" in err, err
+
+
+def test_validate_retry_masked_validates_again_only_the_faults(tiny_task, tmp_path):
+    """A fault for real (the venv whose pytest no sandbox imports), then the healthy interpreter."""
+    require_bwrap()
+    from tests.ha_envs.broken_envs import borrowing_venv
+
+    broken = borrowing_venv(tmp_path / "venv") / "bin" / "python"
+    results = tmp_path / "v.jsonl"
+    src = _source(tiny_task, tmp_path / "t.jsonl")[:2]
+
+    def ha(python, *args):
+        proc = subprocess.run([str(python), str(HA), "tasks", "validate", *src, "--results", str(results), *args],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        return proc.returncode, proc.stderr
+
+    rc, err = ha(broken)
+    (row,) = [json.loads(l) for l in results.read_text().splitlines()]
+    assert rc == 1 and row["fault"] == "runner_import" and not row["ok"], err
+    rc, err = ha(sys.executable)
+    assert rc == 1 and "1 of 1 already in" in err
+    rc, err = ha(sys.executable, "--retry-masked")
+    assert rc == 0, err
+    assert "retry-masked: 1 infrastructure fault(s) run again" in err and "masked 1 -> 0; valid % 0.0 -> 100.0" in err
+    (now,) = [json.loads(l) for l in results.read_text().splitlines()]
+    assert now["ok"] and not now["fault"]
+    (old,) = [json.loads(l) for l in (tmp_path / "v.masked-history.jsonl").read_text().splitlines()]
+    assert old["fault"] == "runner_import" and old["retried_at"]
