@@ -15,7 +15,8 @@ What may differ on a resume: the number of runs and the set of items (``--runs 3
 the same fingerprint. A folder written before identities were recorded is read for what it shows
 (``ha eval``: the model, harness hash, sampling options and seed of summary.json and the records;
 ``ha grade``: the grader version of its reports); if those agree the folder is adopted (its identity
-written), otherwise refused. A non-empty folder no ``ha`` command wrote is refused.
+written), otherwise refused. A folder no ``ha`` command wrote is used only when none of the files
+the commands write is there (``OUTPUTS``): nothing of the user's is written over.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any, Mapping
 
 IDENTITY_FILE = "run-identity.json"
 SCHEMA = 1
+OUTPUTS = ("harness.yaml", "summary.json", "predictions.jsonl", "trajs", "report.json", "logs", "masked-history.jsonl")
+"""What the commands write at the top of a folder: a folder no ``ha`` command wrote that holds one is refused."""
 DERIVED = ("model_identity", "model_name")
 """Fields that follow from ``model`` (named only when the spec itself is the same)."""
 COMMANDS = {"eval": "ha eval", "grade": "ha grade", "evolve": "ha evolve run", "train": "ha train"}
@@ -114,7 +117,8 @@ def save(out: Path, identity: RunIdentity) -> None:
 
 def folder_command(out: Path) -> str | None:
     """The command whose outputs ``out`` holds (its identity, else what its files show: ``eval``,
-    ``grade``, ``evolve``, ``train``, or ``unknown``); None for an absent or empty folder."""
+    ``grade``, ``evolve``, ``train``, or ``unknown``: other files, one of them named as an output);
+    None for an absent or empty folder, or one holding none of those."""
     out = Path(out)
     if not out.is_dir() or not any(out.iterdir()):
         return None
@@ -132,7 +136,9 @@ def folder_command(out: Path) -> str | None:
         return "eval"
     if (out / "report.json").exists() or (out / "logs").is_dir():
         return "grade"
-    return "unknown"  # a lone harness.yaml too: it may be the user's own
+    if any((out / name).exists() for name in OUTPUTS):
+        return "unknown"  # a lone harness.yaml too: it may be the user's own, never overwritten
+    return None  # other files only: nothing of theirs is written over
 
 
 def differences(old: RunIdentity, new: RunIdentity) -> list[tuple[str, Any, Any]]:
@@ -203,8 +209,9 @@ def check(out: Path, identity: RunIdentity) -> RunIdentityError | None:
     if old is None:
         legacy = True
         if command == "unknown":
-            return RunIdentityError(f"{out} is not empty and holds no run of ha; nothing was written: use another --out "
-                                    "(or --new-out)")
+            clash = ", ".join(n for n in OUTPUTS if (out / n).exists())
+            return RunIdentityError(f"{out} holds no run of ha but files a run would write over ({clash}); nothing "
+                                    "was written: use another --out (or --new-out)")
         old = legacy_identity(out, command) or RunIdentity(command, {})  # legacy records name the model, not its spec
     diffs = differences(old, identity)
     return _refusal(out, old, diffs, legacy) if diffs else None

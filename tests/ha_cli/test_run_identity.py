@@ -56,9 +56,10 @@ def test_another_run_in_the_folder_is_refused_naming_each_difference(tiny_task, 
     assert main(["eval", *src, "--model", "null", "--temperature", "0.2", "--out", str(out)]) == 0
     assert json.loads((out / "run-identity.json").read_text())["model"] == "null" and _lines(out) == before
     (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    (tmp_path / "mine" / "harness.yaml").write_text("the user's own")
     assert main(["eval", *src, "--model", "null", "--out", str(tmp_path / "mine")]) == 2
-    assert "holds no run of ha" in capsys.readouterr().err
+    assert "holds no run of ha but files a run would write over (harness.yaml)" in capsys.readouterr().err
+    assert (tmp_path / "mine" / "harness.yaml").read_text() == "the user's own"
 
 
 def test_the_same_run_resumes_more_runs_extend_it_and_new_out_writes_beside(tiny_task, tmp_path, capsys):
