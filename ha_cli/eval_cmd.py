@@ -10,6 +10,7 @@ from pathlib import Path
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 from ha_cli.harness_cmd import _spec
+from ha_cli.model_check import add_model_fault_args, add_preflight_arg, positive_int, preflight
 from ha_cli.sampling import add_max_tokens
 
 
@@ -31,7 +32,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     options = ModelOptions(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                            extra=load_model_kwargs(args.model_kwargs) if args.model_kwargs else {},
-                           api_key_env=args.api_key_env)
+                           api_key_env=args.api_key_env, max_attempts=args.max_attempts,
+                           backoff_max_s=args.backoff_max)
     from ha_envs.grading.grader import shared_loopback_note
 
     note = shared_loopback_note(args.sandbox, args.workers, tasks)
@@ -43,8 +45,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
               "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
     config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=token_mode, model_options=options,
                                   seed=args.seed, max_turns=args.max_turns, env_placement=args.env_placement)
+    preflight(args, [("--model", model)], options, tasks=tasks, token_mode=token_mode is not None)
     summary = evaluate(tasks, model, config, runs=args.runs, out_dir=args.out, workers=args.workers,
-                       executor=args.executor, progress_bar=not args.no_progress)
+                       executor=args.executor, progress_bar=not args.no_progress,
+                       max_model_errors=args.max_model_errors)
     print(summary.markdown())
     print(f"\noutputs in {Path(args.out).resolve()}: trajectories.jsonl, predictions.jsonl, summary.json, "
           f"harness.yaml (hash {summary.harness_hash})")
@@ -129,19 +133,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--without", action="append", default=[], metavar="COMPONENT",
                    help="ablation: drop this tool or hook from the harness (repeatable)")
     p.add_argument("--sandbox", default="local")
-    p.add_argument("--runs", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1, help="episodes in flight at once")
+    p.add_argument("--runs", type=positive_int, default=1)
+    p.add_argument("--workers", type=positive_int, default=1, help="episodes in flight at once")
     p.add_argument("--executor", choices=["threads", "ray"], default="threads",
                    help="threads on this machine, or Ray tasks (RAY_ADDRESS, else a local Ray)")
     p.add_argument("--env-placement", choices=["local", "ray"], default="local",
                    help="where each episode's env and sandbox run: here, or a Ray actor on a node with sandbox slots "
                         "(RAY_ADDRESS, else a local Ray); the model is called from here")
-    p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
+    p.add_argument("--max-turns", type=positive_int, default=None, help="override the harness's max turns")
     p.add_argument("--tokenizer", default="", help="token mode: tokenizer.json (or a model dir); records ids, "
                    "loss mask and logprobs as the model produced them")
     p.add_argument("--template", default="auto", help="token mode: auto (the model's own chat template when the "
                    "tokenizer dir has one, else chatml), model, chatml, hermes")
-    p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
+    p.add_argument("--context-tokens", type=positive_int, default=65536, help="token mode: context budget")
     m = p.add_argument_group("model options (recorded in summary.json)")
     m.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the backend's, 0)")
     m.add_argument("--top-p", type=float, default=None)
@@ -150,6 +154,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
+    add_model_fault_args(m)
+    add_preflight_arg(m)
     p.add_argument("--out", default="runs/eval", help="output directory (a rerun resumes it)")
     p.add_argument("--no-progress", action="store_true", help="no progress on stderr (by default: a bar redrawn in "
                    "place on a terminal, else one line per finished episode with rate and ETA)")
@@ -159,7 +165,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_source(p)
     p.add_argument("--predictions", required=True, help="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--workers", type=positive_int, default=1)
     p.add_argument("--out", default="runs/grade", help="output directory (a rerun keeps finished instances)")
     p.add_argument("--verdict-rules", choices=["auto", "swebench", "harnessadapt"], default="auto",
                    help="auto (default): the installed swebench's own grading functions for SWE-bench rows, ours "
@@ -169,7 +175,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="paired difference of two eval runs with a 95%% bootstrap CI")
     p.add_argument("run_a", help="an ha eval output directory, or replicates DIR1,DIR2,... (one per seed)")
     p.add_argument("run_b", help="the same for B; replicates pair by position with A's")
-    p.add_argument("--samples", type=int, default=10000)
+    p.add_argument("--samples", type=positive_int, default=10000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", help="also write compare.json and compare.md here")

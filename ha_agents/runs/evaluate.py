@@ -24,6 +24,7 @@ from ..llm.options import ModelOptions
 from ..records.episode_record import classify
 from ..records.export import write_traj_json
 from ..records.log import JsonlLog
+from .model_faults import MAX_MODEL_ERRORS
 from .rollouts import collect
 
 __all__ = ["EvalSummary", "evaluate", "summarize", "write_predictions"]
@@ -56,11 +57,13 @@ class EvalSummary:
 
 def evaluate(tasks: list[Task], model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", runs: int = 1,
              out_dir: Path | str = "runs/eval", *, workers: int = 1, executor: str = "threads",
-             progress: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = False) -> EvalSummary:
+             progress: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = False,
+             max_model_errors: int | None = MAX_MODEL_ERRORS) -> EvalSummary:
     """``runs`` episodes of every task with ``model`` (a model spec, or a client with threads), set up
     by ``config`` (an :class:`EpisodeConfig`, or a harness for the default one: its sampling options
     and seed are recorded in summary.json). ``progress``: called with each finished episode's
-    record; ``progress_bar``: show :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr."""
+    record; ``progress_bar``: show :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr;
+    ``max_model_errors``: see :func:`~ha_agents.runs.rollouts.collect`."""
     config = EpisodeConfig.of(config)
     spec = config.harness
     out = Path(out_dir)
@@ -72,7 +75,7 @@ def evaluate(tasks: list[Task], model: Any, config: "EpisodeConfig | str | Harne
                          f"this run's harness {spec.name} has hash {spec.hash}: use another --out")
     spec.save(out / "harness.yaml")
     collect(tasks, runs, model, config, log=log, workers=workers, executor=executor, on_record=progress,
-            progress_bar=progress_bar)
+            progress_bar=progress_bar, max_model_errors=max_model_errors)
     ids = {t.instance_id for t in tasks}
     fallback = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     model_name = next((r["model"] for r in log.records if r["instance_id"] in ids and r.get("model")), fallback)
