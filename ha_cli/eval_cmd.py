@@ -45,7 +45,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
               "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)
     config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=token_mode, model_options=options,
                                   seed=args.seed, max_turns=args.max_turns, env_placement=args.env_placement)
-    preflight(args, [("--model", model)], options, tasks=tasks, token_mode=token_mode is not None)
+    preflight(args, [("--model", model)], options, tasks=tasks, token_mode=token_mode)
     summary = evaluate(tasks, model, config, runs=args.runs, out_dir=args.out, workers=args.workers,
                        executor=args.executor, progress_bar=not args.no_progress,
                        max_model_errors=args.max_model_errors)
@@ -80,6 +80,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     def progress(iid: str, body: dict) -> None:
         verdict = body["status"] + (f" (flags: {', '.join(body['flags'])})" if body["flags"] else "")
+        if body["status"] in ("patch_failed", "patch_too_large", "patch_refused", "error") and body.get("error"):
+            verdict += ": " + " / ".join(body["error"].strip().splitlines()[:3])
         if body.get("network_excluded"):
             verdict += (f" ({len(body['network_excluded'])} PASS_TO_PASS test(s) left out: they need a network this "
                         "machine lacks)")

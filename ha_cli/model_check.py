@@ -51,15 +51,20 @@ def add_model_fault_args(group: Any) -> None:
 
 
 def preflight(args: argparse.Namespace, models: Iterable[tuple[str, Any]], options: Any = None, *,
-              tasks: Iterable[Any] = (), token_mode: bool = False) -> None:
+              tasks: Iterable[Any] = (), token_mode: Any = None) -> None:
     """Check each ``(flag, spec)`` model before the run starts (unless ``--no-preflight``); warn
     when a remote model's API key variable is unset. ``options``, ``tasks`` and ``token_mode`` are
     those of ``--model`` (the others, teachers, are called with default options). Raises
     ``ModelCheckError`` naming the flag."""
     from ha_agents.llm.options import ModelOptions
-    from ha_agents.llm.preflight import ModelCheckError, check_model, missing_key_warning
+    from ha_agents.llm.preflight import PROMPT, ModelCheckError, check_model, missing_key_warning
 
     ids = [t.instance_id for t in tasks]
+    prompt_ids = None
+    if token_mode is not None:
+        from ha_agents.chat.tokens import as_codec
+
+        prompt_ids = as_codec(token_mode.resolve()[1]).encode(PROMPT)
     for flag, spec in models:
         if not isinstance(spec, str) or not spec:
             continue
@@ -71,7 +76,7 @@ def preflight(args: argparse.Namespace, models: Iterable[tuple[str, Any]], optio
         if getattr(args, "no_preflight", False):
             continue
         try:
-            check_model(spec, opts, token_mode=token_mode and main, instance_ids=ids if main else ())
+            check_model(spec, opts, prompt_ids=prompt_ids if main else None, instance_ids=ids if main else ())
         except ModelCheckError as exc:
             hint = " (--no-preflight skips this check)" if spec.startswith("openai:") else ""
             raise ModelCheckError(f"{flag} {spec}: {exc}{hint}") from None

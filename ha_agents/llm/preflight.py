@@ -51,17 +51,18 @@ def missing_key_warning(spec: Any, options: ModelOptions | None) -> str | None:
             "(set it, or name another variable with --api-key-env)")
 
 
-def check_model(spec: Any, options: ModelOptions | None = None, *, token_mode: bool = False,
+def check_model(spec: Any, options: ModelOptions | None = None, *, prompt_ids: list[int] | None = None,
                 instance_ids: Iterable[str] = (), timeout_s: float = TIMEOUT_S) -> None:
-    """Raise :class:`ModelCheckError` when ``spec`` cannot serve the run (see the module docstring);
-    ``instance_ids``: the run's tasks (a replay file must record each)."""
+    """Raise :class:`ModelCheckError` when ``spec`` cannot serve the run (see the module docstring).
+    ``prompt_ids``: token mode, the ids of :data:`PROMPT` (sent to ``/completions`` as the run's
+    requests are); ``instance_ids``: the run's tasks (a replay file must record each)."""
     if not isinstance(spec, str):
         return
     if spec.startswith("openai:"):
         from .openai_http import parse_model_spec
 
         cfg = parse_model_spec(spec)
-        _check_http(cfg.model, cfg.base_url, options or ModelOptions(), token_mode, timeout_s)
+        _check_http(cfg.model, cfg.base_url, options or ModelOptions(), prompt_ids, timeout_s)
     elif spec.startswith("replay:"):
         check_replay(spec[len("replay:"):], instance_ids)
 
@@ -91,7 +92,8 @@ def check_replay(path: str, instance_ids: Iterable[str]) -> None:
                               "a run of these tasks")
 
 
-def _check_http(model: str, base_url: str, options: ModelOptions, token_mode: bool, timeout_s: float) -> None:
+def _check_http(model: str, base_url: str, options: ModelOptions, prompt_ids: list[int] | None,
+                timeout_s: float) -> None:
     base = base_url.rstrip("/")
     served = _served_models(base, options, timeout_s)
     if served is not None and model not in served:
@@ -99,9 +101,10 @@ def _check_http(model: str, base_url: str, options: ModelOptions, token_mode: bo
                               f"{', '.join(served) if served else 'no models'} (the NAME of openai:NAME@URL)")
     body: dict[str, Any] = {"model": model, "max_tokens": 8, **options.extra}
     body.update({k: v for k, v in (("temperature", options.temperature), ("top_p", options.top_p)) if v is not None})
+    token_mode = prompt_ids is not None
     path = "/completions" if token_mode else "/chat/completions"
     if token_mode:
-        body["prompt"] = PROMPT
+        body.update(prompt=list(prompt_ids or []), return_token_ids=True, logprobs=1)
     else:
         body["messages"] = [{"role": "user", "content": PROMPT}]
     status, raw = _request(base + path, options, body, timeout_s)
