@@ -200,6 +200,7 @@ def _row_line(r: dict[str, Any]) -> str:
 def cmd_sft_data(args: argparse.Namespace) -> int:
     from ha_evolve.engineer import sft_data
 
+    teacher = _client(args.teacher, args, "--teacher")  # checked before the target's runs start
     env = _env(args)
     out = Path(args.out)
     scores = out / "teacher-scores.jsonl"
@@ -210,7 +211,7 @@ def cmd_sft_data(args: argparse.Namespace) -> int:
             fh.write(json.dumps(r, default=str) + "\n")
         print(_row_line(r), flush=True)
 
-    rows = sft_data(_client(args.teacher, args, "--teacher"), env, args.samples, args.engineer_seed, args.eps, args.keep, on_row)
+    rows = sft_data(teacher, env, args.samples, args.engineer_seed, args.eps, args.keep, on_row)
     _write(out / "sft.jsonl", rows)
     print(f"{len(rows)} demonstrations ({args.keep}) from {len(env.batches)} batches -> {out / 'sft.jsonl'}")
     return 0 if rows else 1

@@ -210,3 +210,37 @@ def test_the_cli_default_matches_the_librarys():
     from ha_agents.runs.model_faults import MAX_MODEL_ERRORS
 
     assert model_check.MAX_MODEL_ERRORS == MAX_MODEL_ERRORS
+
+
+def test_without_the_preflight_a_replay_file_missing_a_task_ends_that_episode_with_a_message(tiny_task, tmp_path,
+                                                                                            capsys):
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(task_row(tiny_task)) + "\n")
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"instance_id": "other", "run": 1, "messages": []}) + "\n")
+    assert main(["eval", "--jsonl", str(tasks), "--harness", "h0", "--no-progress", "--no-preflight",
+                 "--model", f"replay:{replay}", "--out", str(tmp_path / "o")]) == 0
+    (rec,) = [json.loads(line) for line in (tmp_path / "o" / "trajectories.jsonl").read_text().splitlines()]
+    assert rec["termination"] == "model_error" and rec["mask_sample"]
+    assert rec["error"] == f"{replay}: no trajectory of tiny__clamp (run 1) to replay"
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["evolve", "run", *MINI[:-1], "--model", "{model}", "--out", "{out}"],
+    ["evolve", "run", *MINI[:-1], "--model", "oracle", "--proposer", "llm", "--teacher", "{model}", "--out", "{out}"],
+    ["engineer", "score", "--suite", "mini", "--batches", "{batches}", "--patch", "{batches}", "--model", "{model}",
+     "--out", "{out}"],
+    ["engineer", "sft-data", "--suite", "mini", "--batches", "{batches}", "--teacher", "{model}", "--model", "oracle",
+     "--out", "{out}"],
+    ["train", *MINI, "--model", "{out}/m", "--skill-teacher", "{model}", "--out", "{out}"],
+], ids=["evolve-model", "evolve-teacher", "engineer-score", "engineer-sft-data", "train-skill-teacher"])
+def test_every_model_taking_command_checks_its_models_first(command, tmp_path, capsys):
+    batches = tmp_path / "b.json"
+    batches.write_text(json.dumps({"run": str(tmp_path), "batches": [["mini__js_template"]]}))
+    model = f"openai:m@http://127.0.0.1:{_closed_port()}/v1"
+    flag = command[command.index("{model}") - 1]
+    argv = [a.format(model=model, out=tmp_path / "o", batches=batches) for a in command]
+    assert main(argv) == 2
+    assert f"ha: error: {flag} {model}: no server answers at" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
