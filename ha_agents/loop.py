@@ -117,14 +117,20 @@ class AgentLoop:
         tools = info.get("tools") or []
         traj.messages.extend(obs)
         episode_task = env.get_wrapper_attr("task")
+        ended = False
         if hasattr(self.client, "start") and episode_task is not None:
-            self.client.start(episode_task, info)
+            try:
+                self.client.start(episode_task, info)
+            except LLMError as exc:  # e.g. a replay file without this task: the episode ends, its message says why
+                obs, reward, term, trunc, info = abort(str(exc), reason="model_error")
+                traj.messages.extend(obs)
+                ended = True
         tracking = self.token_mode
         if tracking:
             self._append(traj, self._encode(self.template.prompt(traj.messages, tools)), 0)
         model_s = 0.0
         turns = 0
-        while True:
+        while not ended:
             left = self.config.context_tokens - len(traj.token_ids)
             if tracking and left <= 0:
                 obs, reward, term, trunc, info = end("context_limit")

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
 from ha_cli.sampling import add_max_tokens, add_sampling_args
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
@@ -58,6 +59,8 @@ def cmd_batches(args: argparse.Namespace) -> int:
     parts = partition(sorted(tasks), tuple(args.fractions), seed=args.partition_seed)
     only = set(parts[args.partition]) if args.partition else None
     batches = failure_batches(records, tasks, args.n, seed=args.seed, only=only)
+    if not batches:
+        raise ValueError(_no_batch(records, tasks, args, only))
     out = {"run": str(Path(args.run).resolve()), "n": args.n, "seed": args.seed, "partition": args.partition,
            "partitions": parts, "batches": batches}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -66,6 +69,19 @@ def cmd_batches(args: argparse.Namespace) -> int:
     print(f"{len(batches)} batches of {args.n} failed tasks ({failed} tasks) -> {args.out}"
           + (f" (partition {args.partition}: {len(only or ())} tasks)" if args.partition else ""))
     return 0
+
+
+def _no_batch(records: list[dict[str, Any]], tasks: dict[str, Any], args: argparse.Namespace,
+              only: set[str] | None) -> str:
+    """Why ``ha engineer batches`` found no batch of ``--n`` failed tasks, and what to change."""
+    from ha_evolve.harness_edit import failure_batches
+
+    failed = sum(len(b) for b in failure_batches(records, tasks, 1, only=only))
+    where = f"of the {len(only or ())} tasks of partition {args.partition}" if args.partition else \
+        f"of the {len(tasks)} selected tasks"
+    return (f"no batch of {args.n} failed tasks: {args.run} holds {failed} failed, unmasked task(s) {where} (a batch "
+            "takes one benchmark's tasks the target failed in every run); pass a smaller --n"
+            + (", another --partition or other --fractions" if args.partition else "") + ", or a run with more tasks")
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
@@ -112,17 +128,23 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
     g = p.add_argument_group("the frozen target")
     g.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
     g.add_argument("--harness", default="h0", help="the target's base harness")
-    g.add_argument("--runs", type=int, default=2, help="episodes per task on each side (m)")
+    g.add_argument("--runs", type=positive_int, default=2, help="episodes per task on each side (m)")
     g.add_argument("--seed", type=int, default=0, help="the target's common seeds (both sides)")
     g.add_argument("--sandbox", choices=["local", "docker"], default="local")
-    g.add_argument("--workers", type=int, default=2)
+    g.add_argument("--workers", type=positive_int, default=2)
     g.add_argument("--budget-chars", type=int, default=24000, help="the prompt's character budget")
     p.add_argument("--out", default=out, help="outputs, the outcome cache and the runs (share one across commands)")
+    add_preflight_arg(p)
     add_sampling_args(p)
 
 
 def _target(args: argparse.Namespace) -> Any:
+    from ha_agents.llm.options import ModelOptions
+    from ha_cli.model_check import preflight
     from ha_evolve.harness_edit import Target
+
+    if not getattr(args, "dry_run", False):  # a dry run contacts no model
+        preflight(args, [("--model", args.model)], ModelOptions(temperature=args.temperature, top_p=args.top_p))
 
     return Target.create(args.model, args.harness, sandbox=args.sandbox, runs=args.runs, seed=args.seed,
                          temperature=args.temperature, top_p=args.top_p, workers=args.workers)
@@ -158,11 +180,15 @@ def cmd_base(args: argparse.Namespace) -> int:
     return 0
 
 
-def _client(spec: str, args: argparse.Namespace) -> Any:
+def _client(spec: str, args: argparse.Namespace, flag: str) -> Any:
+    """The client of ``flag``'s model spec (the teacher, the engineer), checked first."""
     from ha_agents.llm.options import ModelOptions
     from ha_agents.llm.registry import make_model
+    from ha_cli.model_check import preflight
 
-    return make_model(spec, ModelOptions(temperature=args.engineer_temperature))
+    options = ModelOptions(temperature=args.engineer_temperature)
+    preflight(args, [(flag, spec)], options if flag == "--model" else None)
+    return make_model(spec, options)
 
 
 def _row_line(r: dict[str, Any]) -> str:
@@ -174,6 +200,7 @@ def _row_line(r: dict[str, Any]) -> str:
 def cmd_sft_data(args: argparse.Namespace) -> int:
     from ha_evolve.engineer import sft_data
 
+    teacher = _client(args.teacher, args, "--teacher")  # checked before the target's runs start
     env = _env(args)
     out = Path(args.out)
     scores = out / "teacher-scores.jsonl"
@@ -184,7 +211,7 @@ def cmd_sft_data(args: argparse.Namespace) -> int:
             fh.write(json.dumps(r, default=str) + "\n")
         print(_row_line(r), flush=True)
 
-    rows = sft_data(_client(args.teacher, args), env, args.samples, args.engineer_seed, args.eps, args.keep, on_row)
+    rows = sft_data(teacher, env, args.samples, args.engineer_seed, args.eps, args.keep, on_row)
     _write(out / "sft.jsonl", rows)
     print(f"{len(rows)} demonstrations ({args.keep}) from {len(env.batches)} batches -> {out / 'sft.jsonl'}")
     return 0 if rows else 1
@@ -305,7 +332,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         client = ProposerEngineer(make_proposer(args.engineer.split(":", 1)[1]), env)
     else:
-        client = _client(args.engineer, args) if args.engineer != "none" else None
+        client = _client(args.engineer, args, "--engineer") if args.engineer != "none" else None
     out = Path(args.out)
     rows_path = out / f"eval-{args.name}.jsonl"
     rows_path.unlink(missing_ok=True)
@@ -378,7 +405,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = eng.add_parser("batches", help="seeded batches of the target's failed, unmasked tasks (one benchmark each)")
     _add_source(p)
     p.add_argument("--run", required=True, help="the target's `ha eval` output directory")
-    p.add_argument("--n", type=int, default=4, help="tasks per batch")
+    p.add_argument("--n", type=positive_int, default=4, help="tasks per batch")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--partition", choices=["sft", "rl", "val", "test"], default=None,
                    help="only tasks of this partition (the split is made over the selected tasks)")
@@ -397,13 +424,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "score":
             p.add_argument("--patch", required=True, help="a file with the engineer's reply (or - for stdin)")
             p.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
-            p.add_argument("--runs", type=int, default=2, help="episodes per task on each side")
+            p.add_argument("--runs", type=positive_int, default=2, help="episodes per task on each side")
             p.add_argument("--seed", type=int, default=0)
             p.add_argument("--sandbox", choices=["local", "docker"], default="local")
-            p.add_argument("--workers", type=int, default=2)
+            p.add_argument("--workers", type=positive_int, default=2)
             p.add_argument("--out", default="runs/engineer/score", help="scores.jsonl, the cache and the runs")
             p.add_argument("--json", action="store_true")
             add_sampling_args(p)
+            add_preflight_arg(p)
         p.set_defaults(func=func)
     p = eng.add_parser("menu", help="write the fixture menu of patches for the `hasty` target (the CPU demonstration)")
     p.add_argument("--out", default="runs/engineer/menu.yaml")
@@ -417,7 +445,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_source(p)
     p.add_argument("--batches", required=True)
     p.add_argument("--teacher", required=True, help="any model spec (openai:..., hf:DIR, menu:REPLIES.yaml)")
-    p.add_argument("--samples", type=int, default=4, help="teacher patches per batch")
+    p.add_argument("--samples", type=positive_int, default=4, help="teacher patches per batch")
     p.add_argument("--eps", type=float, default=0.05, help="a kept patch's CI lower bound must exceed -eps")
     p.add_argument("--keep", choices=["verified", "all"], default="verified",
                    help="verified: at most one per batch, the best with reward > 0; all: every scored patch")
@@ -426,7 +454,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_sft_data)
     p = eng.add_parser("sft", help="the engineer's cold start on an sft.jsonl")
     p.add_argument("--data", required=True, help="an sft.jsonl from `ha engineer sft-data`")
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--epochs", type=positive_int, default=3)
     p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
                    help="build a tiny engineer of this family at --engineer when none is there (tokenizer trained "
                         "on the suite and the SFT texts)")
@@ -438,9 +466,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = eng.add_parser("train", help="GRPO of the engineer: K patches per batch, rewarded by re-running the target")
     _add_source(p)
     p.add_argument("--batches", required=True, help="a batches file (its RL partition's batches)")
-    p.add_argument("--updates", type=int, default=10)
-    p.add_argument("--batches-per-update", type=int, default=4)
-    p.add_argument("--k", type=int, default=8, help="patches per batch (the GRPO group)")
+    p.add_argument("--updates", type=non_negative_int, default=10)
+    p.add_argument("--batches-per-update", type=positive_int, default=4)
+    p.add_argument("--k", type=positive_int, default=8, help="patches per batch (the GRPO group)")
     p.add_argument("--normalize-std", action="store_true", help="divide advantages by the group's std")
     p.add_argument("--resume", action="store_true")
     v = p.add_argument_group("--backend verl (GPUs: a one-turn agent loop, vLLM/SGLang rollouts)")
@@ -464,7 +492,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--heldout-instances", nargs="+", default=None, metavar="ID",
                    help="also score each patch on these tasks (less the batch's)")
     p.add_argument("--name", default="engineer", help="names the output files (eval-NAME.json, .jsonl)")
-    p.add_argument("--samples", type=int, default=1, help="patches per batch (each its own seed)")
+    p.add_argument("--samples", type=positive_int, default=1, help="patches per batch (each its own seed)")
     _add_target(p, "runs/engineer")
     _add_engineer(p, local=False)
     p.set_defaults(func=cmd_eval)

@@ -10,6 +10,7 @@ from pathlib import Path
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 from ha_cli.harness_cmd import _spec
+from ha_cli.model_check import add_model_fault_args, add_preflight_arg, positive_int, preflight
 from ha_cli.sampling import add_max_tokens
 
 
@@ -32,7 +33,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     options = ModelOptions(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                            extra=load_model_kwargs(args.model_kwargs) if args.model_kwargs else {},
-                           api_key_env=args.api_key_env)
+                           api_key_env=args.api_key_env, max_attempts=args.max_attempts,
+                           backoff_max_s=args.backoff_max)
     from ha_envs.grading.grader import shared_loopback_note
 
     note = shared_loopback_note(args.sandbox, args.workers, tasks)
@@ -45,9 +47,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = EpisodeConfig.create(spec, sandbox=args.sandbox, token_mode=token_mode, model_options=options,
                                   seed=args.seed, max_turns=args.max_turns, env_placement=args.env_placement)
     out = _claim_out(args, eval_identity(tasks, model, config, args.runs))
+    preflight(args, [("--model", model)], options, tasks=tasks, token_mode=token_mode)
     before = _masked_and_pass(out, tasks, args.runs) if args.retry_masked else None
     summary = evaluate(tasks, model, config, runs=args.runs, out_dir=out, workers=args.workers,
-                       executor=args.executor, progress_bar=not args.no_progress, retry_masked=args.retry_masked)
+                       executor=args.executor, progress_bar=not args.no_progress, retry_masked=args.retry_masked,
+                       max_model_errors=args.max_model_errors)
     print(summary.markdown())
     if before is not None:
         from ha_agents.runs.retry import HISTORY, change_line
@@ -116,6 +120,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     def progress(iid: str, body: dict) -> None:
         verdict = body["status"] + (f" (flags: {', '.join(body['flags'])})" if body["flags"] else "")
+        if body["status"] in ("patch_failed", "patch_too_large", "patch_refused", "error") and body.get("error"):
+            verdict += ": " + " / ".join(body["error"].strip().splitlines()[:3])
         if body.get("network_excluded"):
             verdict += (f" ({len(body['network_excluded'])} PASS_TO_PASS test(s) left out: they need a network this "
                         "machine lacks)")
@@ -193,19 +199,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--without", action="append", default=[], metavar="COMPONENT",
                    help="ablation: drop this tool or hook from the harness (repeatable)")
     p.add_argument("--sandbox", default="local")
-    p.add_argument("--runs", type=int, default=1)
-    p.add_argument("--workers", type=int, default=1, help="episodes in flight at once")
+    p.add_argument("--runs", type=positive_int, default=1)
+    p.add_argument("--workers", type=positive_int, default=1, help="episodes in flight at once")
     p.add_argument("--executor", choices=["threads", "ray"], default="threads",
                    help="threads on this machine, or Ray tasks (RAY_ADDRESS, else a local Ray)")
     p.add_argument("--env-placement", choices=["local", "ray"], default="local",
                    help="where each episode's env and sandbox run: here, or a Ray actor on a node with sandbox slots "
                         "(RAY_ADDRESS, else a local Ray); the model is called from here")
-    p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
+    p.add_argument("--max-turns", type=positive_int, default=None, help="override the harness's max turns")
     p.add_argument("--tokenizer", default="", help="token mode: tokenizer.json (or a model dir); records ids, "
                    "loss mask and logprobs as the model produced them")
     p.add_argument("--template", default="auto", help="token mode: auto (the model's own chat template when the "
                    "tokenizer dir has one, else chatml), model, chatml, hermes")
-    p.add_argument("--context-tokens", type=int, default=65536, help="token mode: context budget")
+    p.add_argument("--context-tokens", type=positive_int, default=65536, help="token mode: context budget")
     m = p.add_argument_group("model options (recorded in summary.json)")
     m.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the backend's, 0)")
     m.add_argument("--top-p", type=float, default=None)
@@ -214,6 +220,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--model-kwargs", default=None, metavar="FILE", help="JSON/YAML mapping of further request fields")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
+    add_model_fault_args(m)
+    add_preflight_arg(m)
     _add_out_args(p, "runs/eval", "run the masked episodes (model, sandbox or grading faults) of the run in --out "
                   "again, with the seeds they had")
     p.add_argument("--no-progress", action="store_true", help="no progress on stderr (by default: a bar redrawn in "
@@ -224,7 +232,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_source(p)
     p.add_argument("--predictions", required=True, help="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--workers", type=positive_int, default=1)
     _add_out_args(p, "runs/grade", "grade again the instances whose grading failed (status error) in --out")
     p.add_argument("--verdict-rules", choices=["auto", "swebench", "harnessadapt"], default="auto",
                    help="auto (default): the installed swebench's own grading functions for SWE-bench rows, ours "
@@ -234,7 +242,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="paired difference of two eval runs with a 95%% bootstrap CI")
     p.add_argument("run_a", help="an ha eval output directory, or replicates DIR1,DIR2,... (one per seed)")
     p.add_argument("run_b", help="the same for B; replicates pair by position with A's")
-    p.add_argument("--samples", type=int, default=10000)
+    p.add_argument("--samples", type=positive_int, default=10000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", help="also write compare.json and compare.md here")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ha_cli.model_check import add_preflight_arg, positive_int
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 from ha_cli.gate_args import add_gate_args
@@ -38,13 +39,21 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     if note:
         print(f"warning: {note}", file=sys.stderr)
     from ha_agents.episode import EpisodeConfig
+    from ha_cli.model_check import preflight
 
+    preflight(args, [("--model", args.model), ("--teacher", args.teacher if args.proposer == "llm" else None)],
+              options, tasks=tasks)
     episodes = EpisodeConfig.create(_spec(args.harness), sandbox=args.sandbox, model_options=options,
                                     env_placement=args.env_placement)
     claim(out, identity)
     evo = Evolution(out, tasks, args.model, episodes, proposer, config,
                     progress=lambda text: print(text, file=sys.stderr, flush=True))
-    final = evo.run()
+    from ha_agents.runs.model_faults import ModelStopped
+
+    try:
+        final = evo.run()
+    except ModelStopped as exc:
+        raise ModelStopped(f"{exc} (ha evolve run: the same command with --resume)") from None
     print(table(out))
     paths = figures(out)
     final.save(out / "harness.yaml")
@@ -95,16 +104,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--proposer", default="rule", help="rule | llm | cli")
     p.add_argument("--teacher", default=None, help="llm proposer: the teacher model (openai:NAME@URL)")
     p.add_argument("--teacher-command", default=None, help="cli proposer: the command run in the work directory")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--group-size", type=int, default=4)
-    p.add_argument("--candidates", type=int, default=1, help="proposals per round (they share the current side)")
+    p.add_argument("--rounds", type=positive_int, default=5)
+    p.add_argument("--group-size", type=positive_int, default=4)
+    p.add_argument("--candidates", type=positive_int, default=1, help="proposals per round (they share the current side)")
     p.add_argument("--decide-by", choices=["auto", "paired", "gate", "stat"], default="auto",
                    help="auto (default): the paired rule with a confidence requirement below 184 rollouts a side, the "
                    "paper's point rule from there; paired; gate (the paper's); stat (bootstrap). All are logged")
     p.add_argument("--attribute", action="store_true", help="leave-one-component-out after an acceptance")
     p.add_argument("--epoch", type=int, default=1)
     p.add_argument("--sandbox", default="local")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=positive_int, default=2)
     p.add_argument("--executor", choices=["threads", "ray"], default="threads",
                    help="threads here, or Ray: a GRPO group per Ray task on a node with sandbox slots (RAY_ADDRESS, "
                         "else a local Ray)")
@@ -113,6 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/evolve")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    add_preflight_arg(p)
     add_sampling_args(p)
     add_gate_args(p)
     p.set_defaults(func=cmd_evolve_run)

@@ -39,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     except (TaskError, SandboxError, ValueError, OSError) as exc:  # SandboxError: no Docker daemon, ...
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        from ha_agents.llm.base import LLMError  # here, not at the top: `ha --help` stays light
+
+        if not isinstance(exc, LLMError):
+            raise
+        print(f"ha: error: {exc}", file=sys.stderr)  # the model failed for good (runs.model_faults.ModelStopped)
+        return 3
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ha_cli.model_check import positive_int
 from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 
@@ -137,7 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = tasks.add_parser("validate", help="gold patch resolves, empty patch does not")
     _add_source(p)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=positive_int, default=2)
     p.add_argument("--sandbox", choices=["local", "docker"], default="local", help="where the tests run")
     p.add_argument("--executor", choices=["threads", "ray"], default="threads",
                    help="threads here, or a Ray task per instance on a node with sandbox slots (RAY_ADDRESS, else a "

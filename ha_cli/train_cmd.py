@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
 from ha_cli.sampling import add_max_tokens
 
 
@@ -24,9 +25,9 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
                    help="build a tiny randomly initialised model of this family at --model when it does not exist")
     p.add_argument("--harness", default="h0", help="preset (train-edit: the small text-tool harness) or spec file")
-    p.add_argument("--updates", type=int, default=10)
-    p.add_argument("--tasks-per-update", type=int, default=46)
-    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--updates", type=non_negative_int, default=10)
+    p.add_argument("--tasks-per-update", type=positive_int, default=46)
+    p.add_argument("--group-size", type=positive_int, default=4)
     p.add_argument("--lr", type=float, default=1e-6)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--mini-batches", type=int, default=1, help="optimizer steps per update")
@@ -54,7 +55,7 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
                    help="drop tasks the initial policy solves in all K samples (counted as preparation rollouts)")
     p.add_argument("--exclude-benchmark", choices=["verified", "multilingual", "pro"], default=None,
                    help="refuse training instances of this evaluation benchmark; warn on shared repositories")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=positive_int, default=2)
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
     p.add_argument("--env-placement", choices=["local", "ray"], default="local",
                    help="where the training episodes' envs and sandboxes run: here, or Ray actors on nodes with sandbox "
@@ -69,6 +70,7 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
                         "(its trainer.pt), usually the one whose weights --model points at (CHECKPOINT/model); "
                         "default: a fresh optimizer")
     p.add_argument("--no-progress", action="store_true")
+    add_preflight_arg(p)
     e = p.add_argument_group("harness evolution between epochs (local backend)")
     e.add_argument("--evolve", action="store_true", help="at the start of every epoch (--evolve-every updates) evolve "
                    "the harness under the dual-rate gate against the policy being trained, then train on it frozen")
@@ -135,6 +137,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ha_cli.selection import select_tasks as _tasks
 
     tasks = _tasks(args)
+    from ha_cli.model_check import preflight
+
+    preflight(args, [("--skill-teacher", args.skill_teacher),
+                     ("--teacher", args.teacher if args.evolve and args.proposer == "llm" else None)])
     spec = resolve_harness(args.harness)
     if args.max_turns:
         spec = spec.with_limits(max_turns=args.max_turns)

@@ -7,7 +7,10 @@ text, a message dict (``content`` / ``tool_calls`` / ``finish_reason``), or ``{"
 ``/completions``. ``inject(*faults)`` queues faults for the next requests: ``"429"``, ``"500"``,
 ``"slow"`` (answers after ``slow_s``), ``"truncated_body"`` (HTTP 200 with cut JSON), ``"drop"``
 (closes the connection). With a ``tokenizers.Tokenizer`` the server returns ``token_ids`` and
-``prompt_token_ids`` as vLLM does when asked (``return_token_ids``).
+``prompt_token_ids`` as vLLM does when asked (``return_token_ids``). With ``models`` (a list of
+names) it lists them at ``GET /v1/models`` and answers a request for another model with vLLM's
+404; without, it accepts any model name and has no model list. With ``api_key`` it answers a
+request without ``Authorization: Bearer <api_key>`` with 401, as hosted APIs do.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from typing import Any, Callable
 
 
 class FakeOpenAIServer:
-    def __init__(self, respond: Callable[[dict[str, Any]], Any], tokenizer: Any = None, slow_s: float = 2.0) -> None:
+    def __init__(self, respond: Callable[[dict[str, Any]], Any], tokenizer: Any = None, slow_s: float = 2.0,
+                 models: list[str] | None = None, api_key: str | None = None) -> None:
         self.respond = respond
+        self.models = models
+        self.api_key = api_key
         self.tokenizer = tokenizer
         self.slow_s = slow_s
         self.faults: deque[str] = deque()
@@ -81,12 +87,31 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _refused(self) -> bool:
+                if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return False
+                self._send(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}})
+                return True
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                if self._refused():
+                    return
+                if server.models is None or not self.path.endswith("/models"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
                     server.requests.append(body)
                     fault = server.faults.popleft() if server.faults else None
+                if self._refused():
+                    return
+                if server.models is not None and body.get("model") not in server.models:
+                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                    return
                 if fault in ("429", "500") or (fault or "").startswith("429:"):
                     code, _, after = fault.partition(":")
                     self._send(int(code), {"error": {"message": f"injected {fault}"}},

@@ -21,6 +21,11 @@ class ModelOptions:
     ``repetition_penalty``, ``chat_template_kwargs``)."""
     api_key_env: str = "OPENAI_API_KEY"
     """The environment variable holding the API key (the key itself is never recorded)."""
+    max_attempts: int | None = field(default=None, repr=False)
+    """HTTP attempts per model call (``openai:``; default the client's, 6). Out of ``repr``: how
+    patient the client is does not change what the model draws (``EpisodeConfig.draw_key``)."""
+    backoff_max_s: float | None = field(default=None, repr=False)
+    """The longest wait between two attempts (``openai:``; default the client's, 30 s)."""
 
     def record(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, {})}

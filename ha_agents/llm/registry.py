@@ -85,7 +85,8 @@ def _openai(arg: str, o: ModelOptions) -> LLMClient:
     cfg = parse_model_spec("openai:" + arg)
     cfg = replace(cfg, api_key=o.api_key() or cfg.api_key, extra_body=dict(o.extra),
                   **{k: v for k, v in (("temperature", o.temperature), ("top_p", o.top_p),
-                                       ("max_tokens", o.max_tokens)) if v is not None})
+                                       ("max_tokens", o.max_tokens), ("max_attempts", o.max_attempts),
+                                       ("backoff_max_s", o.backoff_max_s)) if v is not None})
     return OpenAIClient(cfg)
 
 

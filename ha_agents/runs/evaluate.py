@@ -28,6 +28,7 @@ from ..records.export import write_traj_json
 from ..records.log import JsonlLog
 from .identity import claim, eval_identity
 from .retry import HISTORY, masked_episodes, set_aside
+from .model_faults import MAX_MODEL_ERRORS
 from .rollouts import collect
 
 __all__ = ["EvalSummary", "evaluate", "summarize", "write_predictions"]
@@ -61,14 +62,15 @@ class EvalSummary:
 def evaluate(tasks: list[Task], model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", runs: int = 1,
              out_dir: Path | str = "runs/eval", *, workers: int = 1, executor: str = "threads",
              progress: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = False,
-             retry_masked: bool = False) -> EvalSummary:
+             retry_masked: bool = False, max_model_errors: int | None = MAX_MODEL_ERRORS) -> EvalSummary:
     """``runs`` episodes of every task with ``model`` (a model spec, or a client with threads), set up
     by ``config`` (an :class:`EpisodeConfig`, or a harness for the default one: its sampling options
     and seed are recorded in summary.json). ``out_dir`` must be free or hold this very run
     (``identity.claim``; else :class:`~ha_agents.runs.identity.RunIdentityError`). ``progress``:
     called with each finished episode's record; ``progress_bar``: show
     :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr. ``retry_masked``: run the masked
-    episodes again (their old records move to ``masked-history.jsonl``)."""
+    episodes again (their old records move to ``masked-history.jsonl``); ``max_model_errors``: see
+    :func:`~ha_agents.runs.rollouts.collect`."""
     config = EpisodeConfig.of(config)
     spec = config.harness
     out = claim(out_dir, eval_identity(tasks, model, config, runs))
@@ -77,7 +79,7 @@ def evaluate(tasks: list[Task], model: Any, config: "EpisodeConfig | str | Harne
         set_aside(log, masked_episodes([t.instance_id for t in tasks], runs), out / HISTORY)
     spec.save(out / "harness.yaml")
     collect(tasks, runs, model, config, log=log, workers=workers, executor=executor, on_record=progress,
-            progress_bar=progress_bar)
+            progress_bar=progress_bar, max_model_errors=max_model_errors)
     ids = {t.instance_id for t in tasks}
     fallback = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     model_name = next((r["model"] for r in log.records if r["instance_id"] in ids and r.get("model")), fallback)

@@ -85,7 +85,7 @@ def instance_report(task: Task, pred: dict[str, Any], grade: GradeReport | None,
         "grader_version": grade.grader_version if grade else "",
         "verdict_rules": grade.verdict_rules if grade else "", "overruled": grade.overruled if grade else "",
         "network_excluded": grade.network_excluded if grade else [],
-        "error": error,
+        "error": error or (grade.error if grade else ""),  # a grade's own error: why a patch did not apply, ...
     }
     return {task.instance_id: body}
 
@@ -130,7 +130,7 @@ def grade_predictions(tasks: list[Task], predictions: dict[str, dict[str, Any]],
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - one broken instance must not stop the others
             error = f"{type(exc).__name__}: {exc}"
-        (d / "test_output.txt").write_text(grade.log_tail if grade else error)
+        (d / "test_output.txt").write_text((grade.log_tail or grade.error) if grade else error)
         rep = instance_report(task, pred, grade, error)
         tmp = d / "report.json.tmp"
         tmp.write_text(json.dumps(rep, indent=2))

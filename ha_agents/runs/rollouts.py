@@ -24,6 +24,7 @@ from ha_envs.task import Task
 from ..episode import EpisodeConfig, error_record, run_episode
 from ..llm.registry import check_model_spec
 from ..records.log import JsonlLog
+from .model_faults import MAX_MODEL_ERRORS, ModelErrorStreak
 from .progress import EpisodeProgress
 from .ray_cluster import init_ray
 
@@ -62,11 +63,14 @@ def group_records(records: Iterable[dict[str, Any]], tasks: Iterable[Any], group
 def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", *,
             out: Path | str | None = None, log: JsonlLog | None = None, workers: int = 2, executor: str = "threads",
             on_record: Callable[[dict[str, Any]], None] | None = None, progress_bar: bool = True,
-            skills: dict[str, str] | None = None) -> list[dict[str, Any]]:
+            skills: dict[str, str] | None = None, max_model_errors: int | None = MAX_MODEL_ERRORS
+            ) -> list[dict[str, Any]]:
     """Run ``group_size`` episodes of every task; returns all records of these tasks (old and new).
     ``config``: how every episode runs (an :class:`EpisodeConfig`, or a harness for the default
     one). ``progress_bar``: show :class:`~ha_agents.runs.progress.EpisodeProgress` on stderr.
     ``skills``: instance id -> a training-time skill every sample of that task sees.
+    ``max_model_errors``: stop (:class:`~ha_agents.runs.model_faults.ModelStopped`) after this many
+    ``model_error`` episodes in a row, leaving them unrecorded so a rerun resumes them (0: never).
 
     ``model`` is a model spec string (``oracle``, ``openai:NAME@URL``, ...), which can travel to
     Ray workers (each episode builds its own client), or, with threads, a client object shared by
@@ -90,24 +94,43 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
         bar = EpisodeProgress(len(tasks) * group_size, done=len(earlier),
                               resolved=sum(bool(r.get("resolved")) for r in earlier))
 
-    def finished(rec: dict[str, Any]) -> None:
+    streak = ModelErrorStreak(max_model_errors, len(todo), log.path)
+
+    def write(rec: dict[str, Any]) -> None:
         log.append(rec)
         if bar is not None:
             bar.update(rec)
         if on_record:
             on_record(rec)
 
+    def finished(rec: dict[str, Any]) -> None:
+        for r in streak.take(rec):
+            write(r)
+        if streak.stopped:
+            raise streak.error()
+
+    def one(t: Task, k: int) -> list[dict[str, Any]]:
+        """An episode, unless the run has stopped; the streak is told in this thread, so the next
+        episode this worker takes already sees a stop."""
+        if streak.stopped:
+            return []
+        return streak.take(_episode(t, k, model, config, (skills or {}).get(t.instance_id)))
+
     try:
         if executor == "threads":
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                futures = [pool.submit(_episode, t, k, model, config, (skills or {}).get(t.instance_id))
-                           for t, k in todo]
+                futures = [pool.submit(one, t, k) for t, k in todo]
                 for fut in as_completed(futures):
-                    finished(fut.result())
+                    for rec in fut.result():
+                        write(rec)
         elif executor == "ray":
             _collect_ray(todo, model, config, workers, finished, skills or {})
         else:
             raise ValueError(f"unknown executor {executor!r}; use threads or ray")
+        if streak.stopped:
+            raise streak.error()
+        for r in streak.flush():
+            write(r)
     finally:
         if bar is not None:
             bar.close()

@@ -22,7 +22,8 @@ def test_evolve_run_passes_sampling_and_a_seed_per_member(tmp_path, capsys):
         assert main(["evolve", "run", "--suite", "mini", "--instances", "mini__js_template", "--model",
                      f"openai:m@{srv.url}", "--proposer", "rule", "--rounds", "1", "--group-size", "3",
                      "--temperature", "0.7", "--top-p", "0.9", "--seed", "5", "--out", str(tmp_path / "evo")]) == 0
-        bodies = list(srv.requests)
+        preflight, *bodies = srv.requests  # the model checked once before any episode, with the run's sampling
+    assert "seed" not in preflight and (preflight["temperature"], preflight["top_p"]) == (0.7, 0.9)
     assert bodies and all(b["temperature"] == 0.7 and b["top_p"] == 0.9 for b in bodies)
     seeds = [b["seed"] for b in bodies]
     assert len(seeds) == 6 and len(set(seeds)) == 3  # three members, each its own seed, on both sides alike

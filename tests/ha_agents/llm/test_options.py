@@ -35,8 +35,9 @@ def test_cli_model_options_reach_every_request_and_summary(tmp_path, capsys, mon
                    "--model", f"openai:fake@{srv.url}", "--harness", "h0", "--runs", "2", "--temperature", "0.7",
                    "--top-p", "0.9", "--max-tokens", "321", "--seed", "4", "--model-kwargs", str(kwargs),
                    "--api-key-env", "MY_KEY", "--out", str(out)])
-        reqs = list(srv.requests)
+        preflight, *reqs = srv.requests  # the preflight asks once, with the run's sampling and fields
     assert rc == 0 and len(reqs) == 4
+    assert (preflight["temperature"], preflight["top_p"], preflight["top_k"]) == (0.7, 0.9, 20)
     for r in reqs:
         assert (r["temperature"], r["top_p"], r["max_tokens"], r["top_k"], r["repetition_penalty"]) == (
             0.7, 0.9, 321, 20, 1.05)
@@ -52,7 +53,7 @@ def test_cli_model_options_reach_every_request_and_summary(tmp_path, capsys, mon
         main(["eval", "--suite", "mini", "--instances", "mini__semver_ranges", "mini__ttl_cache", "--model",
               f"openai:fake@{srv2.url}", "--harness", "h0", "--runs", "2", "--temperature", "0.7", "--seed", "4",
               "--out", str(tmp_path / "again")])
-        assert sorted(r["seed"] for r in srv2.requests) == sorted(r["seed"] for r in reqs)
+        assert sorted(r["seed"] for r in srv2.requests[1:]) == sorted(r["seed"] for r in reqs)
 
 
 def test_repeated_greedy_runs_warn(tmp_path, capsys):
