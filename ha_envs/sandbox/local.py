@@ -300,6 +300,11 @@ class LocalSandbox:
             corepack = self.node_modules.parent / COREPACK_DIR
             if corepack.is_dir():  # the pnpm / yarn release the env was installed with (nodeenv), offline
                 env.update(COREPACK_HOME=str(corepack), COREPACK_ENABLE_DOWNLOAD_PROMPT="0", COREPACK_ENABLE_NETWORK="0")
+        if not self.config.python_env:
+            # No environment of the task's own: its Python is this library's interpreter, there only
+            # as "a Python with pytest" (the bundled tasks use nothing else). The plugins installed
+            # beside the library (pytest-asyncio, hypothesis, ...) must not load into the task's tests.
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         if self.config.python_env:
             from ..provision.pyenv import import_roots, workcopy_on_path
 
@@ -388,7 +393,12 @@ class LocalSandbox:
         def kill_command() -> None:
             limits.kill_started_since(ticks, session, spare)
 
-        cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command, watchdog=self.disk.check)
+        try:
+            cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command, watchdog=self.disk.check)
+        except (OSError, ValueError) as exc:  # its pipes closed under it: close() from a stopping run
+            if self.closed:
+                raise SandboxError(f"the sandbox was closed while a command ran ({exc})") from exc
+            raise
         # The OOM killer's victims are noted even when the command's last exit status is 0
         # (`big_alloc; echo done` succeeds). Reading the counter costs ~0.1 ms (cgroup v1), so a
         # command that succeeded within 20 ms, far too quick to fill the memory limit, skips it.
