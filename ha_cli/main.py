@@ -7,14 +7,11 @@ import logging
 import os
 import shlex
 import sys
-from typing import TYPE_CHECKING
 
 from ha_cli import engineer_cmd, eval_cmd, evolve_cmd, harness_cmd, images_cmd, tasks_cmd, train_cmd
 from ha_cli.selection import add_source
+from ha_envs.signals import Interrupted, signals_interrupt
 from ha_envs.task import TaskError
-
-if TYPE_CHECKING:
-    from ha_agents.runs.interrupt import Interrupted
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +36,7 @@ def resume_command(argv: list[str]) -> str:
     return "ha " + shlex.join(argv)
 
 
-def stopped(exc: "Interrupted", args: argparse.Namespace, argv: list[str]) -> int:
+def stopped(exc: Interrupted, args: argparse.Namespace, argv: list[str]) -> int:
     """After SIGINT / SIGTERM: close what is left, say how to resume, exit 128 + the signal. Worker
     threads still in a model call after the grace period are not waited for (their sandboxes are
     gone; ``os._exit`` skips joining them)."""
@@ -62,9 +59,6 @@ def stopped(exc: "Interrupted", args: argparse.Namespace, argv: list[str]) -> in
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from ha_agents.runs.interrupt import Interrupted, signals_interrupt  # here: `ha --help` never pays for it
-    from ha_envs.sandbox.base import SandboxError
-
     try:
         with signals_interrupt():
             return args.func(args)
@@ -74,9 +68,18 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except (TaskError, SandboxError, ValueError, OSError) as exc:  # SandboxError: no Docker daemon, ...
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _user_error(exc: Exception) -> bool:
+    """An error with a message for the user (SandboxError: no Docker daemon, ...), not a bug."""
+    from ha_envs.sandbox.base import SandboxError  # here: the sandbox package is no start-up cost
+
+    return isinstance(exc, (TaskError, SandboxError, ValueError, OSError))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 :func:`signals_interrupt` turns SIGINT and SIGTERM into :class:`Interrupted` in the main thread (a
 ``KeyboardInterrupt``, so no ``except Exception`` of an episode swallows it, and a Python caller's
-Ctrl-C stops a pool the same way). :func:`run_pool` runs work items on threads and hands each result to the caller as it ends;
-interrupted (or on ``KeyboardInterrupt``), it cancels the items not started, closes every open
+Ctrl-C stops a pool the same way; ``ha_envs.signals``). :func:`run_pool` runs work items on threads
+and hands each result to the caller as it ends; interrupted (or on ``KeyboardInterrupt``), it cancels the items not started, closes every open
 sandbox (``ha_envs.sandbox.live``), drops the results not yet handed over (an episode whose
 sandbox was killed under it is no result) and gives the threads :data:`GRACE_S` to unwind.
 What was handed over before (records appended to a run's log) is all a resumed run skips.
@@ -12,14 +12,13 @@ What was handed over before (records appended to a run's log) is all a resumed r
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 from ha_envs.sandbox import live
+from ha_envs.signals import Interrupted, signals_interrupt
 
 __all__ = ["GRACE_S", "Interrupted", "run_pool", "signals_interrupt", "wait_for_threads"]
 log = logging.getLogger(__name__)
@@ -28,39 +27,6 @@ R = TypeVar("R")
 GRACE_S = 5.0
 """How long a stopping run waits for its worker threads to unwind (a model call in flight ends them
 later; the CLI then exits without them, after removing their sandboxes' files)."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """The run was told to stop by a signal; ``exit_code`` is the shell's 128 + signal number."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        self.name = signal.Signals(signum).name
-        self.exit_code = 128 + signum
-        super().__init__(f"interrupted by {self.name}")
-
-
-@contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` (the first one; later ones are ignored while
-    the run stops, which takes at most about :data:`GRACE_S`). Only in the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    fired: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        if fired:
-            return
-        fired.append(signum)
-        raise Interrupted(signum)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def run_pool(fn: Callable[[T], R], items: Iterable[T], workers: int, on_result: Callable[[R], None]) -> None:
