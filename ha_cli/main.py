@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 
 from ha_cli import engineer_cmd, eval_cmd, evolve_cmd, harness_cmd, images_cmd, tasks_cmd, train_cmd
 from ha_cli.selection import add_source
-from ha_envs.sandbox.base import SandboxError
+from ha_envs.signals import Interrupted, signals_interrupt
 from ha_envs.task import TaskError
 
 
@@ -27,16 +28,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def resume_command(argv: list[str]) -> str:
+    """The command that resumes a stopped run: the same one (``ha evolve run`` with ``--resume``)."""
+    argv = list(argv)
+    if argv[:2] == ["evolve", "run"] and "--resume" not in argv:
+        argv.append("--resume")
+    return "ha " + shlex.join(argv)
+
+
+def stopped(exc: Interrupted, args: argparse.Namespace, argv: list[str]) -> int:
+    """After SIGINT / SIGTERM: close what is left, say how to resume, exit 128 + the signal. Worker
+    threads still in a model call after the grace period are not waited for (their sandboxes are
+    gone; ``os._exit`` skips joining them)."""
+    from ha_agents.runs.interrupt import wait_for_threads
+    from ha_envs.sandbox import live
+
+    live.stop_all()
+    unwound = wait_for_threads()
+    live.remove_leftovers()
+    out = getattr(args, "out", None)
+    kept = f"; what finished is kept in {out}" if out else ""
+    print(f"\nha: stopped by {exc.name}{kept}; to resume, run the same command: {resume_command(argv)}",
+          file=sys.stderr, flush=True)
+    if not unwound:
+        sys.stdout.flush()
+        os._exit(exc.exit_code)
+    return exc.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        with signals_interrupt():
+            return args.func(args)
+    except Interrupted as exc:
+        return stopped(exc, args, sys.argv[1:] if argv is None else argv)
     except BrokenPipeError:  # `ha ... | head`: the reader left; end quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except (TaskError, SandboxError, ValueError, OSError) as exc:  # SandboxError: no Docker daemon, ...
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2
     except RuntimeError as exc:
@@ -46,6 +80,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"ha: error: {exc}", file=sys.stderr)  # the model failed for good (runs.model_faults.ModelStopped)
         return 3
+
+
+def _user_error(exc: Exception) -> bool:
+    """An error with a message for the user (SandboxError: no Docker daemon, ...), not a bug."""
+    from ha_envs.sandbox.base import SandboxError  # here: the sandbox package is no start-up cost
+
+    return isinstance(exc, (TaskError, SandboxError, ValueError, OSError))
 
 
 if __name__ == "__main__":

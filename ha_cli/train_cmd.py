@@ -7,11 +7,39 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
 from ha_cli.sampling import add_max_tokens
+
+
+class PhaseProgress:
+    """``warm_start``'s progress on stderr: a line per demonstration set, and per SFT epoch at most
+    one every ``every_s`` seconds (the first and the last always), with elapsed time and ETA. A
+    phase starts when the one before it ended."""
+
+    def __init__(self, every_s: float = 10.0) -> None:
+        self.every_s = every_s
+        self._phase = ""
+        self._start = self._previous = time.monotonic()
+        self._printed = 0.0
+
+    def __call__(self, phase: str, done: int, total: int, value: float) -> None:
+        from ha_agents.runs.progress import clock
+
+        now = time.monotonic()
+        if phase != self._phase:
+            self._phase, self._start = phase, self._previous
+        self._previous = now
+        if done not in (1, total) and now - self._printed < self.every_s:
+            return
+        self._printed = now
+        elapsed = now - self._start
+        what = f"{int(value)} records" if phase == "demonstrations" else f"SFT loss {value:.4f}"
+        print(f"warm start {phase} {done}/{total}: {what} | elapsed {clock(elapsed)} | "
+              f"ETA {clock(elapsed / done * (total - done))}", file=sys.stderr, flush=True)
 
 
 def add_train_parser(sub: Any, add_source: Any) -> None:
@@ -215,8 +243,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         from ha_agents.train.recipes import warm_start
 
         demo_spec = resolve_harness(args.warm_start_harness) if args.warm_start_harness else spec
+        print(f"warm start: demonstrations of {len(tasks)} task(s), then {args.warm_start} SFT epochs", file=sys.stderr,
+              flush=True)
         ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr,
-                        habit_harness=spec if demo_spec.hash != spec.hash else None)
+                        habit_harness=spec if demo_spec.hash != spec.hash else None, progress=PhaseProgress())
         print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved "
               f"({ws['unknown_tool_calls']} calls to tools the harness lacks), {ws['tokens']} tokens, "
               f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)

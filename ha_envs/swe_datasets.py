@@ -70,11 +70,20 @@ def _read_hf(source: str, local: bool) -> tuple[list[dict[str, Any]], str]:
     """The ``test`` split through ``datasets``: a hub name (``owner/name[@revision]``), a local
     dataset directory (data files, or one written by ``save_to_disk``). Provenance: the hub commit
     when it can be asked for, else the split's fingerprint."""
+    unreachable = "" if local else ("HF_HUB_OFFLINE is set" if _offline() else hub_unreachable())
+    if unreachable:  # read from the local cache only: never minutes of retries against a hub we cannot reach
+        if not _in_hf_cache(source.partition("@")[0]):
+            raise TaskError(f"{source}: the Hugging Face hub cannot be reached ({unreachable}) and the dataset is "
+                            f"not in its local cache{GIVE_DATA}")
+        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
     try:
         import datasets
     except ImportError:
         raise TaskError(f"{source}: no such file, and the `datasets` package is not installed "
-                        "(pip install datasets)") from None
+                        "(pip install datasets)" + GIVE_DATA) from None
+    _quiet_hub_logs()
+    if unreachable and not _hub_offline_in(datasets):
+        raise TaskError(f"{source}: the Hugging Face hub cannot be reached ({unreachable}){GIVE_DATA}")
     name, revision = (source, "") if local else source.partition("@")[::2]
     if local and (Path(source) / "dataset_dict.json").is_file():
         ds = datasets.load_from_disk(source)["test"]
@@ -84,8 +93,10 @@ def _read_hf(source: str, local: bool) -> tuple[list[dict[str, Any]], str]:
         try:
             ds = datasets.load_dataset(name, split="test", revision=revision or None)
         except Exception as exc:  # noqa: BLE001 - datasets raises many kinds; say which source failed
-            raise TaskError(f"cannot load {source!r} with `datasets`: {type(exc).__name__}: {exc}") from None
-    if not revision and not local:
+            why = f"the hub cannot be reached ({unreachable}) and it is not in the local cache" if unreachable \
+                else f"{type(exc).__name__}: {exc}"
+            raise TaskError(f"cannot load {source!r} with `datasets`: {why}{GIVE_DATA}") from None
+    if not revision and not local and not unreachable:
         try:
             from huggingface_hub import HfApi
 
@@ -93,6 +104,60 @@ def _read_hf(source: str, local: bool) -> tuple[list[dict[str, Any]], str]:
         except Exception:  # noqa: BLE001 - offline: the fingerprint identifies the data instead
             revision = ""
     return [dict(r) for r in ds], f"hf:{name}@{revision or 'fingerprint:' + ds._fingerprint}"
+
+
+GIVE_DATA = ("; give the data with --data FILE (parquet, jsonl or jsonl.gz, or a HF dataset directory) or "
+             "HA_DATA_DIR=DIR (its layout: " + ", ".join(f"{k}: {v}" for k, v in LOCAL_FILES.items()) + ")")
+
+
+def _offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def hub_unreachable(timeout: float = 3.0) -> str:
+    """'' when a TCP connection to the hub (``HF_ENDPOINT``, default huggingface.co) opens within
+    ``timeout`` seconds, else why not."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        return f"{host}:{port}: {exc}"
+    return ""
+
+
+def _in_hf_cache(name: str) -> bool:
+    """Whether ``datasets`` or the hub may have ``owner/name`` cached on this machine."""
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    prepared = Path(os.environ.get("HF_DATASETS_CACHE") or home / "datasets")
+    key = name.replace("/", "___").lower()
+    try:
+        if any(e.name.lower().startswith(key) for e in prepared.iterdir()):
+            return True
+    except OSError:
+        pass
+    hub = Path(os.environ.get("HF_HUB_CACHE") or home / "hub")
+    return (hub / f"datasets--{name.replace('/', '--')}").is_dir()
+
+
+def _hub_offline_in(datasets: Any) -> bool:
+    """Whether the already imported ``datasets`` took the offline switch (it reads it at import)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) and bool(getattr(datasets.config, "HF_HUB_OFFLINE", True))
+
+
+def _quiet_hub_logs() -> None:
+    """``datasets`` and ``huggingface_hub`` print through handlers of their own; propagating to the
+    CLI's root handler as well printed every line twice."""
+    import datasets
+    import huggingface_hub.utils.logging as hub_logging
+
+    datasets.utils.logging.disable_propagation()
+    hub_logging.disable_propagation()
 
 
 def load_benchmark(name: str, source: str | Path | None = None, removed: str | Path | None = None,

@@ -10,9 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ha_envs", "ha_agents", "ha_evolve", "ha_cli")
 LAYERS = [  # lowest first; a module may import its own layer's modules and any layer below
-    ("tasks", ("ha_envs.task", "ha_envs.actions", "ha_envs.messages", "ha_envs.loaders")),
+    ("tasks", ("ha_envs.task", "ha_envs.actions", "ha_envs.messages", "ha_envs.loaders", "ha_envs.signals")),
     ("sandbox core", ("ha_envs.sandbox.base", "ha_envs.sandbox.shell", "ha_envs.sandbox.daemon",
-                      "ha_envs.sandbox.limits", "ha_envs.sandbox.reaper")),
+                      "ha_envs.sandbox.limits", "ha_envs.sandbox.reaper",
+                      "ha_envs.sandbox.live")),
     ("provisioning", ("ha_envs.provision",)),
     ("sandbox", ("ha_envs.sandbox",)),
     ("grading", ("ha_envs.grading", "ha_envs.swe_datasets", "ha_envs.validate")),

@@ -10,13 +10,15 @@ A rerun skips the instances whose ``logs/<id>/report.json`` exists.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from ha_envs.grading.grader import GradeReport, Grader, GradingError
+from ha_envs.sandbox import live
 from ha_envs.task import Task
+
+from .interrupt import run_pool
 
 
 class PredictionsError(ValueError):
@@ -130,6 +132,8 @@ def grade_predictions(tasks: list[Task], predictions: dict[str, dict[str, Any]],
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - one broken instance must not stop the others
             error = f"{type(exc).__name__}: {exc}"
+        if live.stopping():  # its sandbox was closed under it: no verdict; a rerun grades it
+            return
         (d / "test_output.txt").write_text((grade.log_tail or grade.error) if grade else error)
         rep = instance_report(task, pred, grade, error)
         tmp = d / "report.json.tmp"
@@ -138,8 +142,7 @@ def grade_predictions(tasks: list[Task], predictions: dict[str, dict[str, Any]],
         if progress:
             progress(task.instance_id, rep[task.instance_id])
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(one, todo))
+    run_pool(one, todo, workers, lambda _: None)  # Ctrl-C: finished instances' reports stay, a rerun skips them
     run = GradeRun([], [], [], [], [], skipped)
     for task in chosen:
         body = json.loads((out / "logs" / _safe(task.instance_id) / "report.json").read_text())[task.instance_id]

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ha_envs.harness import HarnessSpec
-from ha_envs.sandbox import SandboxError, prepare_snapshot
+from ha_envs.sandbox import SandboxError, live, prepare_snapshot
 from ha_envs.task import Task
 
 from ..episode import EpisodeConfig, error_record, run_episode
 from ..llm.registry import check_model_spec
 from ..records.log import JsonlLog
+from .interrupt import run_pool
 from .model_faults import MAX_MODEL_ERRORS, ModelErrorStreak
 from .progress import EpisodeProgress
 from .ray_cluster import init_ray
@@ -42,7 +43,8 @@ def _episode(task: Task, sample: int, model: Any, config: EpisodeConfig, skill: 
         try:
             record = run_episode(task, model, config, skill=skill, seed=config.episode_seed(task.instance_id, sample))
         except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
-            log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
+            if not live.stopping():  # stopping, its sandbox was closed under it: no record is kept anyway
+                log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
             record = error_record(task, model, config.harness, exc, t0)
         if attempt == 1 and record.get("mask_sample") and LOST in str(record.get("error") or ""):
             log.warning("episode %s #%d: %s; running it once more", task.instance_id, sample, record["error"])
@@ -117,12 +119,8 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
         return streak.take(_episode(t, k, model, config, (skills or {}).get(t.instance_id)))
 
     try:
-        if executor == "threads":
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                futures = [pool.submit(one, t, k) for t, k in todo]
-                for fut in as_completed(futures):
-                    for rec in fut.result():
-                        write(rec)
+        if executor == "threads":  # Ctrl-C / SIGTERM: nothing new starts, what finished is kept (run_pool)
+            run_pool(lambda tk: one(tk[0], tk[1]), todo, workers, lambda recs: [write(r) for r in recs])
         elif executor == "ray":
             _collect_ray(todo, model, config, workers, finished, skills or {})
         else:

@@ -18,7 +18,7 @@ co-evolution benchmark's policy, which needs evolution to add the tool back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ha_envs.harness import load_spec
 from ha_envs.task import Task
@@ -45,19 +45,33 @@ class HabitPolicy(OraclePolicy):
 
 def warm_start(trainer: Any, tasks: list[Task], out: str | Path, harness: Any = TRAIN_HARNESS, epochs: int = 60,
                lr: float = 3e-3, policies: tuple[str, ...] = ("oracle", "null"),
-               habit_harness: Any = None) -> dict[str, Any]:
+               habit_harness: Any = None, progress: Callable[[str, int, int, float], None] | None = None
+               ) -> dict[str, Any]:
+    """Demonstrations of ``tasks`` by ``policies`` (and, with ``habit_harness``, habit ones), then
+    ``epochs`` SFT epochs on them. ``progress(phase, done, total, value)``: called after each
+    demonstration set (``demonstrations``, value: records so far) and each epoch (``sft``, value:
+    its loss), for a caller that shows progress and an ETA."""
     records: list[dict[str, Any]] = []
+    sets = len(policies) + (2 if habit_harness is not None else 0)
     for policy in policies:
         records += demonstrations(tasks, trainer.token_mode, Path(out) / "demonstrations" / policy, harness=harness,
                                   policy=policy)
+        if progress:
+            progress("demonstrations", policies.index(policy) + 1, sets, len(records))
     if habit_harness is not None:
-        for name, policy in (("habit", HabitPolicy(harness)), ("habit-null", "null")):
+        for i, (name, policy) in enumerate((("habit", HabitPolicy(harness)), ("habit-null", "null")), 1):
             records += demonstrations(tasks, trainer.token_mode, Path(out) / "demonstrations" / name,
                                       harness=habit_harness, policy=policy)
+            if progress:
+                progress("demonstrations", len(policies) + i, sets, len(records))
     if not any(r["resolved"] for r in records):
         raise ValueError("no demonstration resolved its task: nothing worth warm-starting on")
     samples = sft_samples(records, resolved_only=False)
-    losses = trainer.sft(samples, epochs=epochs, lr=lr)
+    losses: list[float] = []
+    for epoch in range(1, epochs + 1):  # one call per epoch (the same steps) so progress can be shown
+        losses += trainer.sft(samples, epochs=1, lr=lr)
+        if progress:
+            progress("sft", epoch, epochs, losses[-1])
     return {"demonstrations": len(records), "resolved": sum(bool(r["resolved"]) for r in records),
             "unknown_tool_calls": sum(1 for r in records for m in r.get("messages", [])
                                       if m.get("error_kind") == "unknown_tool"),

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
+from . import live
 from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, PatchError, RunResult, SandboxError, nul_result
 from .daemon import LABEL, docker_client, owner, reap_orphans, retrying
 from .limits import DiskWatch, now_ticks
@@ -170,6 +171,7 @@ class DockerSandbox:
         self._fill_pending = False
         self._disk: DiskWatch | None = None
         self._disk_container: Any = None
+        live.join(self)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -185,6 +187,7 @@ class DockerSandbox:
         import docker.errors
         import docker.types
 
+        live.check()
         c = self.config
         kwargs = dict(
             # The main process runs as nobody: the agent (root, but with every capability dropped, so
@@ -228,6 +231,7 @@ class DockerSandbox:
     def start(self) -> None:
         if self.shell is not None and self.shell.alive:
             return
+        live.check()
         if self.container is None:
             if self.pool is None:
                 self.pool = ContainerPool(self.client, self.image, self._create_ready, self.config.warm)
@@ -269,6 +273,7 @@ class DockerSandbox:
         self.start()
 
     def close(self) -> None:
+        live.leave(self)
         self._stop_shell()
         if self.container is not None:
             _remove(self.container)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
-from . import netns
+from . import live, netns
 from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .netns import UserNet
@@ -77,6 +77,13 @@ class LocalSandboxConfig:
     instances; built by ``pyenv.python_env`` from the task's specs when the task has them)."""
 
 
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def bwrap_available() -> bool:
     return shutil.which("bwrap") is not None
 
@@ -108,6 +115,7 @@ class LocalSandbox:
         self.node_modules = node_env(task) if task is not None else None
         self._own_root = work_root is None
         reap_once()  # a killed run's directories and cgroups go, once per process
+        live.check()
         self.root = Path(work_root or tempfile.mkdtemp(prefix=owned_prefix("ha-sbx")))
         self.host_dir = self.root / "testbed"
         self.mount_point = self.config.mount_point or (task.environment.workdir if task is not None else "/testbed")
@@ -116,6 +124,8 @@ class LocalSandbox:
         self.limits: Limits | None = None
         self.net: UserNet | None = None
         self.closed = False
+        self._helpers: set[subprocess.Popen[bytes]] = set()
+        live.join(self)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _decide_isolation(self) -> bool:
@@ -170,6 +180,7 @@ class LocalSandbox:
 
     def _start_shell(self, fresh: bool = False) -> None:
         """A new shell on the work copy; ``fresh``: the copy was just made from the snapshot."""
+        live.check()
         self._link_envs()  # every work copy (fresh, reset, or the grader's) sees the task's installs
         self.limits = self._new_limits()
         argv = self.limits.enter_prefix() + self._argv()
@@ -289,6 +300,11 @@ class LocalSandbox:
             corepack = self.node_modules.parent / COREPACK_DIR
             if corepack.is_dir():  # the pnpm / yarn release the env was installed with (nodeenv), offline
                 env.update(COREPACK_HOME=str(corepack), COREPACK_ENABLE_DOWNLOAD_PROMPT="0", COREPACK_ENABLE_NETWORK="0")
+        if not self.config.python_env:
+            # No environment of the task's own: its Python is this library's interpreter, there only
+            # as "a Python with pytest" (the bundled tasks use nothing else). The plugins installed
+            # beside the library (pytest-asyncio, hypothesis, ...) must not load into the task's tests.
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         if self.config.python_env:
             from ..provision.pyenv import import_roots, workcopy_on_path
 
@@ -311,8 +327,11 @@ class LocalSandbox:
     def close(self) -> None:
         if self.closed:
             return
-        self._stop_shell()
         self.closed = True
+        live.leave(self)
+        for proc in list(self._helpers):  # a helper still running (the run is stopping): its whole session
+            _kill_session(proc)
+        self._stop_shell()
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -327,12 +346,14 @@ class LocalSandbox:
         return strategy
 
     def reset(self) -> None:
+        live.check()
         self._stop_shell()
         if self._reset_strategy() == "git" and self.host_dir.exists():
             reset_in_place(self.snapshot, self.host_dir)
         else:
             make_work_copy(self.snapshot, self.host_dir)
         self.closed = False
+        live.join(self)
         self._start_shell(fresh=True)
 
     # -- commands ----------------------------------------------------------------------------
@@ -372,7 +393,12 @@ class LocalSandbox:
         def kill_command() -> None:
             limits.kill_started_since(ticks, session, spare)
 
-        cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command, watchdog=self.disk.check)
+        try:
+            cap = shell.execute(command, timeout, head, tail, on_timeout=kill_command, watchdog=self.disk.check)
+        except (OSError, ValueError) as exc:  # its pipes closed under it: close() from a stopping run
+            if self.closed:
+                raise SandboxError(f"the sandbox was closed while a command ran ({exc})") from exc
+            raise
         # The OOM killer's victims are noted even when the command's last exit status is 0
         # (`big_alloc; echo done` succeeds). Reading the counter costs ~0.1 ms (cgroup v1), so a
         # command that succeeded within 20 ms, far too quick to fill the memory limit, skips it.
@@ -436,6 +462,7 @@ class LocalSandbox:
         what it does): (exit status, stdout, stderr); 124 when it ran past ``timeout``."""
         if self.closed:
             raise SandboxError("sandbox is closed")
+        live.check()
         if not self.host_dir.is_dir():
             if self.isolated:
                 raise SandboxError(f"the work copy {self.host_dir} is gone (removed outside the sandbox)")
@@ -446,6 +473,7 @@ class LocalSandbox:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=self._env(), cwd=str(self.host_dir), preexec_fn=limits.preexec,
                                     start_new_session=True)
+            self._helpers.add(proc)
             try:
                 out, err = proc.communicate(stdin, timeout=timeout)
                 if self.isolated and (proc.returncode < 0 or proc.returncode == 137):
@@ -465,6 +493,7 @@ class LocalSandbox:
         except OSError as exc:
             raise SandboxError(f"cannot run a sandbox helper command: {exc}") from exc
         finally:
+            self._helpers = {p for p in self._helpers if p.poll() is None}
             limits.release()  # kills whatever the helper left behind
 
     def read_file(self, path: str) -> bytes:

@@ -372,3 +372,43 @@ def test_a_relative_cache_directory_is_taken_from_the_working_directory(tmp_path
     task = next(t for t in load_suite("mini") if t.instance_id == "mini__semver_ranges")
     rec = run_episode(task, "oracle", "h0")
     assert rec["resolved"] and not rec["mask_sample"], (rec["termination"], rec["grade"].get("error"))
+
+
+def test_the_tasks_tests_do_not_load_the_librarys_pytest_plugins(sbx):
+    """A task without an environment of its own runs on this library's interpreter: pytest, but none
+    of the plugins installed beside the library (their warnings and hooks in the task's test runs)."""
+    res = sbx.run("python -m pytest -p no:cacheprovider tests 2>&1")
+    assert "1 passed" in res.output, res.output
+    assert "plugins:" not in res.output and "Warning" not in res.output, res.output
+
+
+def test_stop_all_ends_running_commands_and_refuses_new_sandboxes(tiny_task):
+    import threading
+
+    from ha_envs.sandbox import live
+
+    first, second = LocalSandbox(tiny_task), LocalSandbox(tiny_task)
+    first.start()
+    tag = f"{uuid.uuid4().int % 1000 + 500}.{os.getpid()}"
+    outcome: list[BaseException | str] = []
+
+    def sleeper() -> None:
+        try:
+            outcome.append(first.run(f"sleep {tag}").output)
+        except Exception as exc:  # noqa: BLE001 - what the stopped command ends with
+            outcome.append(exc)
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    try:
+        while not _alive(f"sleep {tag}"):
+            assert thread.is_alive()
+        assert live.stop_all() >= 2  # both open sandboxes, the idle one too
+        thread.join(10)
+        assert not thread.is_alive() and isinstance(outcome[0], SandboxError), outcome
+        assert not _alive(f"sleep {tag}") and not first.root.exists() and not second.root.exists()
+        with pytest.raises(SandboxError, match="stopping"):
+            LocalSandbox(tiny_task)
+    finally:
+        live.resume()
+    LocalSandbox(tiny_task).close()  # allowed again

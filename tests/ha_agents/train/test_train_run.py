@@ -294,6 +294,10 @@ def test_warm_start_with_habits_then_a_frozen_policy(tmp_path):
     log, _ = p.communicate(timeout=600)
     assert p.returncode == 0, log
     assert re.search(r"warm start: 1/4 demonstrations resolved \(1 calls to tools the harness lacks\)", log), log
+    # progress with an ETA while it runs: each demonstration set, then the SFT epochs
+    assert re.search(r"^warm start demonstrations 1/4: \d+ records \| elapsed \d+:\d\d \| ETA \d+:\d\d$", log, re.M), log
+    assert re.search(r"^warm start demonstrations 4/4: 4 records \| elapsed \d+:\d\d \| ETA 0:00$", log, re.M), log
+    assert re.search(r"^warm start sft 1/1: SFT loss \d+\.\d{4} \| elapsed \d+:\d\d \| ETA 0:00$", log, re.M), log
     model = warm / "checkpoint" / "model"
     digest = lambda d: hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest()  # noqa: E731
     before = digest(model)
