@@ -211,15 +211,16 @@ def cmd_train(args: argparse.Namespace) -> int:
                     tb.add_scalar(f"train/{k}", v, row["update"])
             tb.flush()
 
-    evolve = _evolver(args, tasks, out, ledger, episodes) if args.evolve or args.skill_teacher else None
-    history = train(trainer, tasks, TrainConfig(
+    train_config = TrainConfig(
         updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,
-        workers=args.workers, seed=args.seed,
-        save_every=args.save_every,
+        workers=args.workers, seed=args.seed, save_every=args.save_every,
         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
-        progress=not args.no_progress, evolve_every=args.evolve_every if evolve is not None else 0,
-        freeze_policy=args.freeze_policy), out,
-        resume=args.resume, ledger=ledger, on_update=report_update, evolve=evolve)
+        progress=not args.no_progress, freeze_policy=args.freeze_policy)
+    if args.evolve or args.skill_teacher:
+        history = _coevolution(args, tasks, out, ledger, episodes).train(trainer, train_config, args.resume,
+                                                                        report_update)
+    else:
+        history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report_update)
     if tb is not None:
         tb.close()
     print(json.dumps(history[-1] if history else {}, default=str))
@@ -260,57 +261,21 @@ def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> Non
               f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
 
 
-def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
-    """The epoch-start callback of ``train()``: the skill teacher (``--skill-teacher``) on fresh
-    preparation rollouts, then one ``ha_evolve`` schedule (``--evolve``) against the trainer's
-    current in-process policy with those skills on both sides, logged under ``OUT/evolve``; both
-    run ``episodes`` (the run's ``EpisodeConfig``) on the epoch's harness."""
-    from dataclasses import replace
-
-    from ha_evolve.proposers import ProposerOptions, make_proposer
+def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
+    """``--evolve`` / ``--skill-teacher`` parsed into the library's ``CoEvolution`` (the epoch start)."""
     from ha_cli.gate_args import gate_config
-    from ha_evolve.schedule import EvolveConfig, Evolution
+    from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
+    from ha_evolve.proposers import ProposerOptions
+    from ha_evolve.schedule import EvolveConfig
 
-    if args.evolve_every < 1:
-        raise ValueError("--evolve-every must be at least 1")
-    proposer = (make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "",
-                                                             command=args.teacher_command or ""))
-                if args.evolve else None)
-    teacher = None
-    if args.skill_teacher:
-        from ha_agents.llm.registry import make_model
-        from ha_evolve.skills import SkillTeacher
-
-        teacher = SkillTeacher(make_model(args.skill_teacher))
-
-    def epoch_start(epoch: int, spec: Any, trainer: Any) -> tuple[Any, int, dict[str, str]]:
-        skills: dict[str, str] = {}
-        if teacher is not None:
-            from ha_evolve.skills import teach_skills
-
-            config = replace(episodes, harness=spec, seed=args.seed * 1000 + epoch)
-            skills, prep = teach_skills(teacher, tasks, trainer.client(), config, args.evolve_group_size,
-                                        out / "skills" / f"epoch-{epoch}", workers=args.workers)
-            ledger.add("preparation", len(prep))
-            print(f"epoch {epoch}: {len(skills)} of {len(tasks)} tasks got a skill (screened; reports in "
-                  f"{out / 'skills' / f'epoch-{epoch}' / 'skills.jsonl'})", file=sys.stderr, flush=True)
-        if proposer is None:
-            return spec, 0, skills
-        evo = Evolution(out / "evolve", tasks, trainer.client(), replace(episodes, harness=spec), proposer,
-                        EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
-                                     candidates=args.evolve_candidates, epoch=epoch, workers=args.workers,
-                                     seed=args.seed, **gate_config(args)),
-                        skills=skills,
-                        progress=lambda t: print(t, file=sys.stderr, flush=True),
-                        # the weights are the same exactly when the update count is (--freeze-policy: always)
-                        policy_version=f"{args.model}@update-{trainer.step}" if hasattr(trainer, "step") else None)
-        new = evo.run()
-        n = sum(r.get("rollouts_run", 0) for r in evo.log.records if r.get("kind") == "round" and r.get("epoch") == epoch)
-        print(f"epoch {epoch}: harness {spec.name} ({spec.hash}) -> {new.name} ({new.hash}); {n} comparison rollouts",
-              file=sys.stderr, flush=True)
-        return new, n, skills
-
-    return epoch_start
+    config = CoEvolveConfig(
+        every=args.evolve_every, proposer=args.proposer if args.evolve else None,
+        proposer_options=ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""),
+        evolve=EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
+                            candidates=args.evolve_candidates, workers=args.workers, seed=args.seed,
+                            **gate_config(args)),
+        skill_teacher=args.skill_teacher, model_label=str(args.model))
+    return CoEvolution(tasks, out, episodes, config, ledger)
 
 
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:
