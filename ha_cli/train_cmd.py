@@ -161,8 +161,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if tb is not None:
         tb.close()
     print(json.dumps(history[-1] if history else {}, default=str))
-    from ha_envs.grading.faults import fault_summary, records_under
-    print(fault_summary(records_under(out / "rollouts")), end="", file=sys.stderr)
+    from ha_envs.grading.faults import fault_summary, network_note, records_under
+    records = records_under(out / "rollouts")
+    print(fault_summary(records) + network_note(records), end="", file=sys.stderr)
     print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
           f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
           f"--harness {out / 'checkpoint' / 'harness.yaml'})")
