@@ -441,6 +441,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batches", required=True)
     _add_target(p, "runs/engineer")
     p.set_defaults(func=cmd_base)
+    _register_learning(eng)
+
+
+def _register_learning(eng: Any) -> None:
+    """The engineer's learning commands: SFT data, the cold start, GRPO, evaluation, ablation."""
     p = eng.add_parser("sft-data", help="a teacher's patches scored; the verified ones (or all) as sft.jsonl")
     _add_source(p)
     p.add_argument("--batches", required=True)

@@ -99,6 +99,12 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
                         "default: a fresh optimizer")
     p.add_argument("--no-progress", action="store_true")
     add_preflight_arg(p)
+    _add_evolution_args(p)
+    _add_verl_args(p)
+    p.set_defaults(func=cmd_train)
+
+
+def _add_evolution_args(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("harness evolution between epochs (local backend)")
     e.add_argument("--evolve", action="store_true", help="at the start of every epoch (--evolve-every updates) evolve "
                    "the harness under the dual-rate gate against the policy being trained, then train on it frozen")
@@ -117,6 +123,9 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     from ha_cli.gate_args import add_gate_args
 
     add_gate_args(p)
+
+
+def _add_verl_args(p: argparse.ArgumentParser) -> None:
     v = p.add_argument_group("verl backend")
     v.add_argument("--dry-run", action="store_true", help="verl: write the files and print the command, do not launch")
     v.add_argument("--rollout-engine", choices=["vllm", "sglang"], default="vllm")
@@ -125,7 +134,6 @@ def add_train_parser(sub: Any, add_source: Any) -> None:
     v.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="verl: extra Hydra override")
     v.add_argument("--val-tasks", type=int, default=0, metavar="N", help="verl: hold N tasks of the selection out of "
                    "training as the validation pool (default 0: verl's validation off)")
-    p.set_defaults(func=cmd_train)
 
 
 VERL_EVOLVE = ("--evolve is not yet supported with --backend verl: verl's trainer owns the epoch loop and nothing "
@@ -162,11 +170,10 @@ def _claim(args: argparse.Namespace, tasks: list, spec: Any, out: Path, only_che
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from ha_cli.model_check import preflight
     from ha_cli.selection import select_tasks as _tasks
 
     tasks = _tasks(args)
-    from ha_cli.model_check import preflight
-
     preflight(args, [("--skill-teacher", args.skill_teacher),
                      ("--teacher", args.teacher if args.evolve and args.proposer == "llm" else None)])
     spec = resolve_harness(args.harness)
@@ -174,34 +181,77 @@ def cmd_train(args: argparse.Namespace) -> int:
         spec = spec.with_limits(max_turns=args.max_turns)
     out = Path(args.out)
     if args.backend == "verl":
-        if args.evolve:
-            raise ValueError(VERL_EVOLVE)
-        if args.skill_teacher:
-            raise ValueError("--skill-teacher runs at the local backend's epoch boundaries; verl's trainer owns its "
-                             "loop (see examples/verl-swebench-verified for epochs around it)")
-        if args.freeze_policy:
-            raise ValueError("--freeze-policy is a local-backend measurement (rollouts without updates); with verl, "
-                             "evaluate the model with ha eval instead")
-        if args.optimizer_from:
-            raise ValueError("--optimizer-from reads a local-backend checkpoint (trainer.pt); verl restores its own "
-                             "optimizer state from its checkpoints (trainer.resume_mode)")
-        if args.pool_k:
-            raise ValueError("--pool-k samples the initial policy, which --backend verl does not run here: build the "
-                             "pool with ha eval (or --backend local) and pass the kept tasks with --instances")
-        if args.exclude_benchmark:  # the same refusal as the local backend's, before anything is written
-            from ha_agents.train import build_pool
-            from ha_envs.swe_datasets import load_benchmark
-
-            report = build_pool(tasks, evaluation=load_benchmark(args.exclude_benchmark))
-            print(f"task pool: {len(report.tasks)} of {len(tasks)} (none is a {args.exclude_benchmark} instance; "
-                  f"repositories shared with it: {len(report.repo_overlap)})", file=sys.stderr)
-            tasks = report.tasks
-        from ha_agents.train.verl_launch import launch
-
-        _claim(args, tasks, spec, out)
-        return launch(args, tasks, spec, out)
+        return _train_verl(args, tasks, spec, out)
     _need_torch()
-    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
+    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, train
+
+    trainer = _local_trainer(args, tasks, spec, out)
+    check_context(trainer.token_mode, tasks[0], spec)
+    _start_optimizer(trainer, args, Path(args.model))
+    episodes = run_episodes(args, spec, trainer)
+    ledger = RolloutLedger()
+    if args.exclude_benchmark or args.pool_k:
+        tasks = _pool(args, tasks, trainer, episodes, ledger, out)
+    if args.warm_start and not args.resume:
+        _warm_start(args, tasks, trainer, spec, out)
+    tb = _tensorboard(out)
+    train_config = TrainConfig(
+        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,
+        workers=args.workers, seed=args.seed, save_every=args.save_every,
+        batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
+        progress=not args.no_progress, freeze_policy=args.freeze_policy)
+    report = _update_reporter(args.updates, tb)
+    if args.evolve or args.skill_teacher:
+        history = _coevolution(args, tasks, out, ledger, episodes).train(trainer, train_config, args.resume, report)
+    else:
+        history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report)
+    if tb is not None:
+        tb.close()
+    print(json.dumps(history[-1] if history else {}, default=str))
+    from ha_envs.grading.faults import fault_summary, network_note, records_under
+    records = records_under(out / "rollouts")
+    print(fault_summary(records) + network_note(records), end="", file=sys.stderr)
+    print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
+          f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
+          f"--harness {out / 'checkpoint' / 'harness.yaml'})")
+    return 0
+
+
+VERL_REFUSED = {  # local-backend flags, and why verl cannot take them
+    "skill_teacher": "--skill-teacher runs at the local backend's epoch boundaries; verl's trainer owns its loop (see "
+                     "examples/verl-swebench-verified for epochs around it)",
+    "freeze_policy": "--freeze-policy is a local-backend measurement (rollouts without updates); with verl, evaluate "
+                     "the model with ha eval instead",
+    "optimizer_from": "--optimizer-from reads a local-backend checkpoint (trainer.pt); verl restores its own optimizer "
+                      "state from its checkpoints (trainer.resume_mode)",
+    "pool_k": "--pool-k samples the initial policy, which --backend verl does not run here: build the pool with ha "
+              "eval (or --backend local) and pass the kept tasks with --instances",
+}
+
+
+def _train_verl(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> int:
+    if args.evolve:
+        raise ValueError(VERL_EVOLVE)
+    for flag, why in VERL_REFUSED.items():
+        if getattr(args, flag):
+            raise ValueError(why)
+    if args.exclude_benchmark:  # the same refusal as the local backend's, before anything is written
+        from ha_agents.train import build_pool
+        from ha_envs.swe_datasets import load_benchmark
+
+        report = build_pool(tasks, evaluation=load_benchmark(args.exclude_benchmark))
+        print(f"task pool: {len(report.tasks)} of {len(tasks)} (none is a {args.exclude_benchmark} instance; "
+              f"repositories shared with it: {len(report.repo_overlap)})", file=sys.stderr)
+        tasks = report.tasks
+    from ha_agents.train.verl_launch import launch
+
+    _claim(args, tasks, spec, out)
+    return launch(args, tasks, spec, out)
+
+
+def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> Any:
+    """The local torch trainer on ``--model`` (built first with ``--init-model`` when missing), once
+    ``out`` is claimed for this run."""
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.losses import LossConfig
 
@@ -220,40 +270,46 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
                          max_tokens=args.max_tokens, context_tokens=args.context_tokens, seed=args.seed,
                          loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef))
-    trainer = LocalTrainer(model, config)
-    check_context(trainer.token_mode, tasks[0], spec)
-    _start_optimizer(trainer, args, model)
-    episodes = run_episodes(args, spec, trainer)
-    ledger = RolloutLedger()
-    if args.exclude_benchmark or args.pool_k:
-        evaluation = []
-        if args.exclude_benchmark:
-            from ha_envs.swe_datasets import load_benchmark
+    return LocalTrainer(model, config)
 
-            evaluation = load_benchmark(args.exclude_benchmark)
-        report = build_pool(tasks, evaluation=evaluation, model=trainer.client() if args.pool_k else None,
-                            k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
-                            episodes=episodes)
-        print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
-              f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
-        tasks = report.tasks
-        if not tasks:
-            raise ValueError("the task pool is empty: the policy solves every task in all samples")
-    if args.warm_start and not args.resume:
-        from ha_agents.train.recipes import warm_start
 
-        demo_spec = resolve_harness(args.warm_start_harness) if args.warm_start_harness else spec
-        print(f"warm start: demonstrations of {len(tasks)} task(s), then {args.warm_start} SFT epochs", file=sys.stderr,
-              flush=True)
-        ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr,
-                        habit_harness=spec if demo_spec.hash != spec.hash else None, progress=PhaseProgress())
-        print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved "
-              f"({ws['unknown_tool_calls']} calls to tools the harness lacks), {ws['tokens']} tokens, "
-              f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
-    tb = _tensorboard(out)
+def _pool(args: argparse.Namespace, tasks: list, trainer: Any, episodes: Any, ledger: Any, out: Path) -> list:
+    """``--exclude-benchmark`` / ``--pool-k``: the tasks kept for training."""
+    from ha_agents.train import build_pool
 
-    def report_update(row: dict[str, Any]) -> None:
-        print(f"update {row['update']}/{args.updates}: reward {row['reward_mean']:.3f}  pass {row['pass_rate']:.3f}  "
+    evaluation = []
+    if args.exclude_benchmark:
+        from ha_envs.swe_datasets import load_benchmark
+
+        evaluation = load_benchmark(args.exclude_benchmark)
+    report = build_pool(tasks, evaluation=evaluation, model=trainer.client() if args.pool_k else None,
+                        k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
+                        episodes=episodes)
+    print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
+          f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
+    if not report.tasks:
+        raise ValueError("the task pool is empty: the policy solves every task in all samples")
+    return report.tasks
+
+
+def _warm_start(args: argparse.Namespace, tasks: list, trainer: Any, spec: Any, out: Path) -> None:
+    from ha_agents.train.recipes import warm_start
+
+    demo_spec = resolve_harness(args.warm_start_harness) if args.warm_start_harness else spec
+    print(f"warm start: demonstrations of {len(tasks)} task(s), then {args.warm_start} SFT epochs", file=sys.stderr,
+          flush=True)
+    ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr,
+                    habit_harness=spec if demo_spec.hash != spec.hash else None, progress=PhaseProgress())
+    print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved "
+          f"({ws['unknown_tool_calls']} calls to tools the harness lacks), {ws['tokens']} tokens, "
+          f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
+
+
+def _update_reporter(updates: int, tb: Any) -> Any:
+    """One line per update on stderr (and the row's numbers to TensorBoard when it is installed)."""
+
+    def report(row: dict[str, Any]) -> None:
+        print(f"update {row['update']}/{updates}: reward {row['reward_mean']:.3f}  pass {row['pass_rate']:.3f}  "
               f"trainable {row['trainable_rate']:.3f}  samples {row['batch_samples']}  "
               f"loss {row.get('loss', float('nan')):.4f}  grad {row.get('grad_norm', float('nan')):.3f}  "
               f"mismatch {row.get('logprob_mismatch_mean', float('nan')):.2e}  "
@@ -264,24 +320,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                     tb.add_scalar(f"train/{k}", v, row["update"])
             tb.flush()
 
-    evolve = _evolver(args, tasks, out, ledger, episodes) if args.evolve or args.skill_teacher else None
-    history = train(trainer, tasks, TrainConfig(
-        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,
-        workers=args.workers, seed=args.seed,
-        save_every=args.save_every,
-        batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
-        progress=not args.no_progress, evolve_every=args.evolve_every if evolve is not None else 0,
-        freeze_policy=args.freeze_policy), out,
-        resume=args.resume, ledger=ledger, on_update=report_update, evolve=evolve)
-    if tb is not None:
-        tb.close()
-    print(json.dumps(history[-1] if history else {}, default=str))
-    from ha_envs.grading.faults import fault_summary, records_under
-    print(fault_summary(records_under(out / "rollouts")), end="", file=sys.stderr)
-    print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
-          f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
-          f"--harness {out / 'checkpoint' / 'harness.yaml'})")
-    return 0
+    return report
 
 
 def run_episodes(args: argparse.Namespace, spec: Any, trainer: Any) -> Any:
@@ -313,57 +352,21 @@ def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> Non
               f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
 
 
-def _evolver(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
-    """The epoch-start callback of ``train()``: the skill teacher (``--skill-teacher``) on fresh
-    preparation rollouts, then one ``ha_evolve`` schedule (``--evolve``) against the trainer's
-    current in-process policy with those skills on both sides, logged under ``OUT/evolve``; both
-    run ``episodes`` (the run's ``EpisodeConfig``) on the epoch's harness."""
-    from dataclasses import replace
-
-    from ha_evolve.proposers import ProposerOptions, make_proposer
+def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
+    """``--evolve`` / ``--skill-teacher`` parsed into the library's ``CoEvolution`` (the epoch start)."""
     from ha_cli.gate_args import gate_config
-    from ha_evolve.schedule import EvolveConfig, Evolution
+    from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
+    from ha_evolve.proposers import ProposerOptions
+    from ha_evolve.schedule import EvolveConfig
 
-    if args.evolve_every < 1:
-        raise ValueError("--evolve-every must be at least 1")
-    proposer = (make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "",
-                                                             command=args.teacher_command or ""))
-                if args.evolve else None)
-    teacher = None
-    if args.skill_teacher:
-        from ha_agents.llm.registry import make_model
-        from ha_evolve.skills import SkillTeacher
-
-        teacher = SkillTeacher(make_model(args.skill_teacher))
-
-    def epoch_start(epoch: int, spec: Any, trainer: Any) -> tuple[Any, int, dict[str, str]]:
-        skills: dict[str, str] = {}
-        if teacher is not None:
-            from ha_evolve.skills import teach_skills
-
-            config = replace(episodes, harness=spec, seed=args.seed * 1000 + epoch)
-            skills, prep = teach_skills(teacher, tasks, trainer.client(), config, args.evolve_group_size,
-                                        out / "skills" / f"epoch-{epoch}", workers=args.workers)
-            ledger.add("preparation", len(prep))
-            print(f"epoch {epoch}: {len(skills)} of {len(tasks)} tasks got a skill (screened; reports in "
-                  f"{out / 'skills' / f'epoch-{epoch}' / 'skills.jsonl'})", file=sys.stderr, flush=True)
-        if proposer is None:
-            return spec, 0, skills
-        evo = Evolution(out / "evolve", tasks, trainer.client(), replace(episodes, harness=spec), proposer,
-                        EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
-                                     candidates=args.evolve_candidates, epoch=epoch, workers=args.workers,
-                                     seed=args.seed, **gate_config(args)),
-                        skills=skills,
-                        progress=lambda t: print(t, file=sys.stderr, flush=True),
-                        # the weights are the same exactly when the update count is (--freeze-policy: always)
-                        policy_version=f"{args.model}@update-{trainer.step}" if hasattr(trainer, "step") else None)
-        new = evo.run()
-        n = sum(r.get("rollouts_run", 0) for r in evo.log.records if r.get("kind") == "round" and r.get("epoch") == epoch)
-        print(f"epoch {epoch}: harness {spec.name} ({spec.hash}) -> {new.name} ({new.hash}); {n} comparison rollouts",
-              file=sys.stderr, flush=True)
-        return new, n, skills
-
-    return epoch_start
+    config = CoEvolveConfig(
+        every=args.evolve_every, proposer=args.proposer if args.evolve else None,
+        proposer_options=ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""),
+        evolve=EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
+                            candidates=args.evolve_candidates, workers=args.workers, seed=args.seed,
+                            **gate_config(args)),
+        skill_teacher=args.skill_teacher, model_label=str(args.model))
+    return CoEvolution(tasks, out, episodes, config, ledger)
 
 
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:

@@ -200,21 +200,10 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
     ledger = ledger or RolloutLedger()
     metrics_path = out / "metrics.jsonl"
     ckpt = out / "checkpoint"
-    start = 1
-    evolved = 0
-    skills: dict[str, str] = {}
+    start, evolved, skills = 1, 0, {}
     if resume and (ckpt / "driver.json").is_file():
-        state = json.loads((ckpt / "driver.json").read_text())
-        trainer.load(ckpt)
-        sampler.load_state_dict(state["sampler"])
-        ledger = RolloutLedger(**state["ledger"])
-        start = int(state["next_update"])
-        if state.get("harness"):
-            spec = HarnessSpec.from_dict(state["harness"])
-        evolved = int(state.get("evolved_epoch", 0))
-        skills = dict(state.get("skills") or {})
+        start, ledger, spec, evolved, skills = _resume(trainer, ckpt, sampler, spec)
         _truncate_metrics(metrics_path, start)
-        log.info("resumed from %s at update %d", ckpt, start)
     elif metrics_path.exists() and metrics_path.stat().st_size and not resume:
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
     elif resume:
@@ -249,13 +238,7 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
         update_s = time.monotonic() - t1
         row = {"update": u, "harness": spec.name, "harness_hash": spec.hash, "tasks": len(batch_tasks),
                "skills": sum(1 for t in batch_tasks if t.instance_id in skills),
-               "rollouts": len(records),
-               "reward_mean": mean(float(r["reward"]) for r in records) if records else 0.0,
-               "pass_rate": report.pass_rate, "trainable_rate": report.trainable_rate,
-               "mixed_groups": report.mixed_groups, "all_success_groups": report.all_success_groups,
-               "all_failure_groups": report.all_failure_groups, "masked": report.masked,
-               "batch_samples": len(batch.samples), "dropped": batch.dropped,
-               **extra, **{k: v for k, v in upd.items()},
+               **_batch_stats(records, report, batch), **extra, **{k: v for k, v in upd.items()},
                "rollout_s": round(rollout_s, 3),
                "grading_s": round(sum(float((r.get("timings") or {}).get("grade_s", 0.0)) for r in records), 3),
                "update_s": round(update_s, 3), "ledger": {**asdict(ledger), "total": ledger.total}}
@@ -272,6 +255,29 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
     if history:
         plot(history, out / "training.png")
     return history
+
+
+def _resume(trainer: Trainer, ckpt: Path, sampler: TaskSampler,
+            spec: HarnessSpec) -> tuple[int, RolloutLedger, HarnessSpec, int, dict[str, str]]:
+    """A checkpoint's state: (next update, ledger, harness, last evolved epoch, skills); the trainer
+    and the sampler are restored in place."""
+    state = json.loads((ckpt / "driver.json").read_text())
+    trainer.load(ckpt)
+    sampler.load_state_dict(state["sampler"])
+    start = int(state["next_update"])
+    if state.get("harness"):
+        spec = HarnessSpec.from_dict(state["harness"])
+    log.info("resumed from %s at update %d", ckpt, start)
+    return (start, RolloutLedger(**state["ledger"]), spec, int(state.get("evolved_epoch", 0)),
+            dict(state.get("skills") or {}))
+
+
+def _batch_stats(records: list[dict[str, Any]], report: Any, batch: Any) -> dict[str, Any]:
+    return {"rollouts": len(records), "reward_mean": mean(float(r["reward"]) for r in records) if records else 0.0,
+            "pass_rate": report.pass_rate, "trainable_rate": report.trainable_rate,
+            "mixed_groups": report.mixed_groups, "all_success_groups": report.all_success_groups,
+            "all_failure_groups": report.all_failure_groups, "masked": report.masked,
+            "batch_samples": len(batch.samples), "dropped": batch.dropped}
 
 
 def _save(trainer: Trainer, ckpt: Path, state: dict[str, Any]) -> None:

@@ -49,7 +49,7 @@ from .runners import Evidence, _simple, changed_tests, guards_for, watch_record
 from .screen import screen
 from .verdicts import RULES, rules_for, task_verdict
 
-GRADER_VERSION = "ha-grader/9"
+GRADER_VERSION = "ha-grader/10"  # 10: the running test unnamed in the environment; the watch sees frame walks
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)

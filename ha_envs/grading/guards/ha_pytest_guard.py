@@ -17,7 +17,8 @@ What it records, apart from the terminal output that a log parser reads:
 - the **watch** (Python 3.8+): an audit hook installed when this module is imported, before any
   conftest or test module (audit hooks cannot be removed), that notes what the code under test does
   in classes a forgery needs and an ordinary fix does not: trace/profile functions set, the runner's
-  frames fetched or all frames listed, a function's ``__code__`` or a runner class changed, code
+  frames fetched or all frames listed, a frame fetched to walk the stack (its caller's locals),
+  a function's ``__code__`` or a runner class changed, code
   objects made, hidden test sources opened, the garbage collector's objects listed, audit hooks
   added, ctypes loaded, programs spawned, signals sent, import hooks left on ``sys.meta_path`` or
   ``sys.path_hooks``. An event counts only when a frame of the repository's own code (a file the
@@ -228,16 +229,40 @@ def _foreign(code):
     return k if k in ("runner", "test") else None
 
 
-def _frame_fetched(args):
+# library functions that hand their caller a live frame to walk (``f_back``, ``f_locals`` are not
+# audited): code under test reaches its caller's locals, the test's expected value among them
+_FRAME_WALKERS = ("currentframe", "stack", "walk_stack", "extract_stack", "getouterframes")
+
+
+def _frame_fetched(args, caller=None):
+    """A runner's or test's frame fetched; or a frame fetched by the code under test itself, directly
+    or through ``inspect.currentframe``/``inspect.stack``/``traceback.walk_stack`` (``frame_walk``:
+    from there ``f_back.f_locals`` holds what the calling test expects), or any function frame of
+    the code under test handed out (``logging.currentframe()``). Libraries that fetch a frame for
+    their own ends (``namedtuple``, ``TypeVar`` at module level, ``logging``'s own) show nothing."""
     frame = args[0] if args else None
     k = _foreign(getattr(frame, "f_code", None))
-    return k + "_frame_fetched" if k else None
+    if k:
+        return k + "_frame_fetched"
+    fetched = getattr(frame, "f_code", None)
+    if fetched is not None and fetched.co_name != "<module>" and _kind(fetched.co_filename) == "code":
+        return "frame_walk"  # a function's frame of the code under test, whoever fetched it for it
+    code = getattr(caller, "f_code", None)
+    if code is not None:
+        kind = _kind(code.co_filename)
+        if kind == "code" or (kind == "lib" and code.co_name in _FRAME_WALKERS):
+            return "frame_walk"
+    return None
 
 
-def _getattr(args):
+def _getattr(args, caller=None):
     """Reading the code of a test's or the runner's frame or function: their constants and names
-    are the expected values and the test's identity (an answer key without opening a file)."""
+    are the expected values and the test's identity (an answer key without opening a file); or the
+    code under test taking a live frame from a traceback or a generator (``frame_walk``)."""
     obj, name = (tuple(args) + (None, None))[:2]
+    if name in ("tb_frame", "gi_frame", "cr_frame", "ag_frame"):
+        code = getattr(caller, "f_code", None)
+        return "frame_walk" if code is not None and _kind(code.co_filename) == "code" else None
     if name == "f_code" or name == "gi_code":
         k = _foreign(getattr(obj, name, None))
     elif name == "__code__":
@@ -304,8 +329,9 @@ def _audit(event, args):
         return
     _LOCAL.busy = True
     try:
-        what = handler(args)
-        if what is not None and _code_on_stack(sys._getframe(1)):
+        caller = sys._getframe(1)  # the frame whose call raised the event
+        what = handler(args, caller) if handler in (_frame_fetched, _getattr) else handler(args)
+        if what is not None and _code_on_stack(caller):
             _note(what)
     except Exception:  # noqa: BLE001 - the watch never breaks a run
         pass
@@ -342,6 +368,28 @@ def pytest_configure(config):
     if _SETTINGS and _STATE["config"] is None:
         _STATE["config"] = config
         config.pluginmanager.register(_Recorder(config), "ha_pytest_guard_recorder")
+        _hide_current_test()
+
+
+def _hide_current_test():
+    """``PYTEST_CURRENT_TEST`` names the running test, its parameters included: code under test that
+    reads it knows which test called it and, from an id such as ``test_clamp[9-0-5-5]``, what the
+    test expects (an answer key no event shows). While the graded run lasts it says only that a test
+    runs, and in which phase (code that checks whether it runs under pytest still sees it)."""
+    try:
+        import _pytest.runner as runner
+    except ImportError:  # pragma: no cover - every pytest since 3.2 has it
+        return
+    if not hasattr(runner, "_update_current_test_var"):
+        return
+
+    def _update_current_test_var(item, when):
+        if when:
+            os.environ["PYTEST_CURRENT_TEST"] = "graded-test (%s)" % (when,)
+        else:
+            os.environ.pop("PYTEST_CURRENT_TEST", None)
+
+    runner._update_current_test_var = _update_current_test_var
 
 
 def _put(nodeid, status):
