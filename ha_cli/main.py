@@ -69,17 +69,21 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except Exception as exc:
+        if _model_failed(exc):
+            print(f"ha: error: {exc}", file=sys.stderr)  # the model failed for good (runs.model_faults.ModelStopped)
+            return 3
         if not _user_error(exc):
             raise
         print(f"ha: error: {exc}", file=sys.stderr)
         return 2
-    except RuntimeError as exc:
-        from ha_agents.llm.base import LLMError  # here, not at the top: `ha --help` stays light
 
-        if not isinstance(exc, LLMError):
-            raise
-        print(f"ha: error: {exc}", file=sys.stderr)  # the model failed for good (runs.model_faults.ModelStopped)
-        return 3
+
+def _model_failed(exc: Exception) -> bool:
+    if not isinstance(exc, RuntimeError):
+        return False
+    from ha_agents.llm.base import LLMError  # here, not at the top: `ha --help` stays light
+
+    return isinstance(exc, LLMError)
 
 
 def _user_error(exc: Exception) -> bool:

@@ -180,15 +180,16 @@ def test_a_model_dying_mid_run_stops_after_n_errors_in_a_row_and_the_same_comman
     with FakeOpenAIServer(dies_after_the_first_episode) as srv:
         assert main([*command, "--model", f"openai:m@{srv.url}"]) == 3
         assert len(srv.requests) == 2 + 2 * 2  # the preflight, run 1, then two runs of two attempts; run 4 never
-    err = capsys.readouterr().err
-    assert "stopped: the model failed 2 episodes in a row" in err and "HTTP 500" in err
-    assert "1 episode(s) finished and are kept" in err and "2 that ended in a model error and 1 never started" in err
-    assert "run the same command to resume" in err
-    kept = [json.loads(line) for line in (tmp_path / "o" / "trajectories.jsonl").read_text().splitlines()]
-    assert [(r["run"], r["termination"]) for r in kept] == [(1, "submitted")]
-    with FakeOpenAIServer(lambda body: SUBMIT) as srv:  # the server is back: the same command runs runs 2 to 4
+        err = capsys.readouterr().err
+        assert "stopped: the model failed 2 episodes in a row" in err and "HTTP 500" in err
+        assert "1 episode(s) finished and are kept" in err and "2 that ended in a model error and 1 never started" in err
+        assert "run the same command to resume" in err
+        kept = [json.loads(line) for line in (tmp_path / "o" / "trajectories.jsonl").read_text().splitlines()]
+        assert [(r["run"], r["termination"]) for r in kept] == [(1, "submitted")]
+        srv.faults.clear()  # the server is back (at the same URL: the run's identity): the same command runs 2 to 4
+        before = len(srv.requests)
         assert main([*command, "--model", f"openai:m@{srv.url}"]) == 0
-        assert len(srv.requests) == 1 + 3
+        assert len(srv.requests) - before == 1 + 3
     kept = [json.loads(line) for line in (tmp_path / "o" / "trajectories.jsonl").read_text().splitlines()]
     assert sorted(r["run"] for r in kept) == [1, 2, 3, 4] and not any(r["mask_sample"] for r in kept)
 
