@@ -102,6 +102,25 @@ class AgentLoop:
         traj.loss_mask.extend([mask] * len(ids))
         traj.logprobs.extend(logprobs if logprobs is not None and len(logprobs) == len(ids) else [None] * len(ids))
 
+    def _record_turn(self, traj: Trajectory, comp: Completion, turn: int) -> bool:
+        """The turn's generated ids, as the backend returned them (loss mask 1), or its text
+        re-encoded with loss mask 0 when it returned none; whether the turn ends with the stop token."""
+        if comp.token_ids is None:
+            traj.token_error = traj.token_error or (
+                f"turn {turn}: the backend returned no token ids; its text was re-encoded with loss mask 0 "
+                "(ids are never guessed for training); serve with vLLM/SGLang return_token_ids")
+            ids, mask, lps = self._encode(comp.text), 0, None
+        else:
+            ids, mask, lps = list(comp.token_ids), 1, comp.logprobs
+        closed = bool(ids) and ids[-1] == self._eos_id
+        if not closed and comp.finish_reason in ("stop", "tool_calls"):
+            ids.append(self._eos_id)  # the backend dropped the stop token it generated
+            if lps is not None:
+                lps = list(lps) + [None]
+            closed = True
+        self._append(traj, ids, mask, lps)
+        return closed
+
     def run(self, env: gym.Env, task: Task | None = None, seed: int | None = None,
             skill: str | None = None) -> Trajectory:
         """One episode; ``skill``: a training-time skill shown after the task (never trained on)."""
@@ -157,22 +176,7 @@ class AgentLoop:
             traj.model_calls.append({"finish_reason": comp.finish_reason, "completion_tokens": len(comp.token_ids or []),
                                "attempts": comp.attempts, "latency_s": round(comp.latency_s, 4),
                                "token_ids": None if tracking else comp.token_ids})
-            closed = False
-            if tracking:
-                if comp.token_ids is None:
-                    traj.token_error = traj.token_error or (
-                        f"turn {turns}: the backend returned no token ids; its text was re-encoded with loss mask 0 "
-                        "(ids are never guessed for training); serve with vLLM/SGLang return_token_ids")
-                    ids, mask, lps = self._encode(comp.text), 0, None
-                else:
-                    ids, mask, lps = list(comp.token_ids), 1, comp.logprobs
-                closed = bool(ids) and ids[-1] == self._eos_id
-                if not closed and comp.finish_reason in ("stop", "tool_calls"):
-                    ids.append(self._eos_id)  # the backend dropped the stop token it generated
-                    if lps is not None:
-                        lps = list(lps) + [None]
-                    closed = True
-                self._append(traj, ids, mask, lps)
+            closed = self._record_turn(traj, comp, turns) if tracking else False
             action = {k: v for k, v in comp.message.items() if k in ("content", "tool_calls", "finish_reason")}
             obs, reward, term, trunc, info = env.step(action)
             traj.messages.extend(obs)
