@@ -11,7 +11,7 @@ from ha_cli.selection import add_source as _add_source
 from ha_cli.selection import select_tasks as _tasks
 from ha_cli.harness_cmd import _spec
 from ha_cli.model_check import add_model_fault_args, add_preflight_arg, positive_int, preflight
-from ha_cli.sampling import add_max_tokens
+from ha_cli.sampling import add_max_tokens, model_options
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -29,12 +29,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens)
         template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
         print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
-    from ha_agents.llm.options import ModelOptions, load_model_kwargs
-
-    options = ModelOptions(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                           extra=load_model_kwargs(args.model_kwargs) if args.model_kwargs else {},
-                           api_key_env=args.api_key_env, max_attempts=args.max_attempts,
-                           backoff_max_s=args.backoff_max)
+    options = model_options(args)
     from ha_envs.grading.grader import shared_loopback_note
 
     note = shared_loopback_note(args.sandbox, args.workers, tasks)

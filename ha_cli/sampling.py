@@ -36,15 +36,23 @@ def add_max_tokens(group: Any, default: int | None, help: str = "cap per model c
                        metavar="--max-tokens", help=argparse.SUPPRESS)
 
 
-def model_options(args: argparse.Namespace) -> Any:
-    """The ``ModelOptions`` of the parsed sampling arguments."""
-    from ha_agents.llm.options import ModelOptions
+def model_options(args: argparse.Namespace, temperature: str = "temperature") -> Any:
+    """The ``ModelOptions`` of every model flag the command has (``--temperature``, ``--top-p``,
+    ``--max-tokens``, ``--model-kwargs``, ``--api-key-env``, ``--max-attempts``, ``--backoff-max``);
+    one function for every command that takes a model. ``temperature``: the attribute holding it
+    (``engineer_temperature`` for the engineer's own sampling)."""
+    from ha_agents.llm.options import ModelOptions, load_model_kwargs
 
-    if args.temperature is not None and args.temperature < 0:
-        raise ValueError(f"--temperature {args.temperature}: must be at least 0")
-    if args.top_p is not None and not 0 < args.top_p <= 1:
-        raise ValueError(f"--top-p {args.top_p}: must be in (0, 1]")
-    return ModelOptions(temperature=args.temperature, top_p=args.top_p)
+    temp, top_p = getattr(args, temperature, None), getattr(args, "top_p", None)
+    if temp is not None and temp < 0:
+        raise ValueError(f"--{temperature.replace('_', '-')} {temp}: must be at least 0")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"--top-p {top_p}: must be in (0, 1]")
+    kwargs = getattr(args, "model_kwargs", None)
+    fields = {"max_tokens": getattr(args, "max_tokens", None), "extra": load_model_kwargs(kwargs) if kwargs else {},
+              "api_key_env": getattr(args, "api_key_env", None), "max_attempts": getattr(args, "max_attempts", None),
+              "backoff_max_s": getattr(args, "backoff_max", None)}
+    return ModelOptions(temperature=temp, top_p=top_p, **{k: v for k, v in fields.items() if v is not None})
 
 
 def greedy_warning(model: Any, options: Any, group_size: int) -> str | None:
