@@ -69,11 +69,19 @@ def test_the_tour_prints_what_the_readme_shows(command):
     assert shown and all(line in printed for line in shown), (shown, printed)
 
 
-def test_the_python_tour_compiles():
+def test_the_python_tour_runs_as_written(tmp_path):
+    """README's Python block, run as a user would (a fresh interpreter, in an empty folder): the env
+    episode ends graded and the oracle's evaluation resolves every episode."""
     code = re.findall(r"```python\n(.*?)```", README, re.S)
     assert code
     for block in code:
         compile(block, "README.md", "exec")
+    check = ('\nassert info["termination"] == "submitted" and info["grade"]["resolved"] is False\n'
+             'assert summary.mean_pass_at_1 == 1.0 and summary.masked == 0\n')
+    run = subprocess.run([sys.executable, "-c", code[0] + check], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tmp_path / "runs" / "api" / "summary.json").is_file()
 
 
 def test_every_doc_link_resolves():
