@@ -12,26 +12,24 @@ MAX_MODEL_ERRORS = 5
 """``ha_agents.runs.model_faults.MAX_MODEL_ERRORS``, not imported: building the parser stays light."""
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number, at least 1 (``--runs``, ``--workers``, ...)."""
+def _whole_number(text: str, least: int, says: str) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    if n < least:
+        raise argparse.ArgumentTypeError(f"{text}: must be {says}")
     return n
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number, at least 1 (``--runs``, ``--workers``, ...)."""
+    return _whole_number(text, 1, "at least 1")
 
 
 def non_negative_int(text: str) -> int:
     """An argparse type: a whole number, 0 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
-    return n
+    return _whole_number(text, 0, "0 or more")
 
 
 def add_preflight_arg(parser: Any) -> None:

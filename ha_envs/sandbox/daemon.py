@@ -62,17 +62,24 @@ def owner() -> str:
 def reap_orphans(client: Any) -> int:
     """Remove containers left by dead processes of this host (a crashed run)."""
     host = socket.gethostname()
+
+    def orphaned(c: Any) -> bool:
+        h, _, pid = c.labels.get(f"{LABEL}.owner", "").rpartition(":")
+        return h == host and pid.isdigit() and not pid_alive(int(pid))
+
+    return remove_containers([c for c in client.containers.list(all=True, filters={"label": LABEL}) if orphaned(c)])
+
+
+def remove_containers(containers: Any) -> int:
+    """Remove each container (force), counting those removed; one already gone is skipped."""
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        who = c.labels.get(f"{LABEL}.owner", "")
-        h, _, pid = who.rpartition(":")
-        if h == host and pid.isdigit() and not pid_alive(int(pid)):
-            try:
-                c.remove(force=True)
-                removed += 1
-            except Exception:  # noqa: BLE001 - already gone
-                pass
+    for c in containers:
+        try:
+            c.remove(force=True)
+            removed += 1
+        except Exception:  # noqa: BLE001 - already gone
+            pass
     return removed
 
 
-__all__ = ["LABEL", "docker_client", "owner", "reap_orphans", "retrying", "transient"]
+__all__ = ["LABEL", "docker_client", "owner", "reap_orphans", "remove_containers", "retrying", "transient"]

@@ -89,7 +89,7 @@ def remove_leftovers(tmp: str | None = None) -> dict[str, int]:
 
 
 def _remove_own_containers() -> int:
-    from .daemon import LABEL, docker_client, owner
+    from .daemon import LABEL, docker_client, owner, remove_containers
 
     try:
         client = docker_client(30)
@@ -97,11 +97,4 @@ def _remove_own_containers() -> int:
     except Exception as exc:  # noqa: BLE001 - no daemon: nothing of ours can be left there
         log.warning("cannot list this run's containers: %s", exc)
         return 0
-    removed = 0
-    for container in containers:
-        try:
-            container.remove(force=True)
-            removed += 1
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-    return removed
+    return remove_containers(containers)

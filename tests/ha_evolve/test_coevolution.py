@@ -18,25 +18,14 @@ from ha_envs.loaders import load_suite
 from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
 from ha_evolve.schedule import EvolveConfig
 
+from .test_engineer import _Recorder
+
 IDS = ["mini__ini_interpolation", "mini__invoice_rounding", "mini__url_router", "mini__semver_ranges"]
 
 
-class _Frozen:
-    """A trainer seam whose policy is the scripted ``habit_edit`` (it calls edit tools train-h0
-    lacks): what it is given is kept, nothing changes."""
-
-    def __init__(self):
-        self.batches = []
-
-    def update(self, samples):
-        self.batches.append(samples)
-        return {"loss": 0.0}
-
-    def save(self, path):
-        path.mkdir(parents=True, exist_ok=True)
-
-    def load(self, path):
-        pass
+class _Frozen(_Recorder):
+    """The trainer seam, recording what it is given; its policy is the scripted ``habit_edit`` (it
+    calls edit tools train-h0 lacks), never changed."""
 
     def client(self):
         return "habit_edit"
