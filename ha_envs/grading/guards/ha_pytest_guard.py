@@ -329,9 +329,10 @@ def _audit(event, args):
         return
     _LOCAL.busy = True
     try:
-        caller = sys._getframe(1)  # the frame whose call raised the event
-        what = handler(args, caller) if handler in (_frame_fetched, _getattr) else handler(args)
-        if what is not None and _code_on_stack(caller):
+        walks = handler is _frame_fetched or handler is _getattr
+        caller = sys._getframe(1) if walks else None  # the frame whose call raised the event
+        what = handler(args, caller) if walks else handler(args)
+        if what is not None and _code_on_stack(caller or sys._getframe(1)):
             _note(what)
     except Exception:  # noqa: BLE001 - the watch never breaks a run
         pass
