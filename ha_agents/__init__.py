@@ -3,10 +3,11 @@
 The package in wings around the loop::
 
     loop.py      AgentLoop: one episode, token-faithful (ids, loss mask, logprobs as generated)
-    episode.py   EpisodeConfig (how every episode of a run is set up) and run_episode()
+    episode.py   EpisodeConfig (how every episode of a run is set up), run_episode() -> EpisodeRecord
     chat/        chat templates rendered incrementally, tokenizers
     llm/         the LLMClient protocol, its backends, scripted models, the --model registry
     records/     the typed episode record, the one JSONL log, exports and the HTML viewer
+    cluster/     Ray: groups placed on nodes, artifacts moved between them, remote envs
     runs/        evaluate(), collect() (GRPO groups), compare(), grading predictions, progress
     train/       the Trainer protocol, GRPO maths, the driver loop, local and verl backends
     adapters/    SkyRL-Gym and rllm envs over the same harness-wrapped env

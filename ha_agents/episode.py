@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,8 +21,9 @@ from typing import Any, Mapping
 from ha_envs import make
 from ha_envs.grading import GRADER_VERSION
 from ha_envs.harness import HarnessSpec, load_spec
-from ha_envs.sandbox import SandboxError
+from ha_envs.sandbox import EnvLostError, SandboxError, live
 from ha_envs.task import Task
+from ha_envs.termination import Termination
 
 from .chat.template import TEMPLATES, ModelTemplate
 from .chat.tokens import load_tokenizer
@@ -33,6 +35,8 @@ from .loop import CONTEXT_TOKENS, AgentLoop, LoopConfig, Trajectory
 from .records.episode_record import EpisodeRecord
 
 SANDBOXES = ("local", "docker")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def _make_here(task: Task, harness: HarnessSpec, sandbox: Any, env_options: dict
 
 ENV_PLACEMENTS: dict[str, Any] = {"local": _make_here}
 """Where an episode's env runs (``EpisodeConfig.env_placement``): a name -> ``(task, harness,
-sandbox, env_options) -> env``. ``local`` is this process; ``ha_agents.runs.remote_env`` adds
+sandbox, env_options) -> env``. ``local`` is this process; ``ha_agents.cluster.remote_env`` adds
 ``ray`` (an actor on a node with sandbox slots)."""
 
 
@@ -101,7 +105,7 @@ class EpisodeConfig:
     (reproducible, and different across a group's members); None leaves sampling to the client."""
     env_placement: str = "local"
     """Where each episode's env and sandbox run: ``local`` (this process) or ``ray`` (a Ray actor
-    on a node with sandbox slots, ``ha_agents.runs.remote_env``; the policy stays here)."""
+    on a node with sandbox slots, ``ha_agents.cluster.remote_env``; the policy stays here)."""
 
     @classmethod
     def create(cls, harness: "str | Path | HarnessSpec" = "h0", *, sandbox: str = "local",
@@ -183,11 +187,10 @@ def as_client(model: Any, options: ModelOptions | None = None) -> LLMClient:
 
 
 def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", *,
-                skill: str | None = None, seed: int | None = None) -> dict[str, Any]:
+                skill: str | None = None, seed: int | None = None) -> EpisodeRecord:
     """One episode through the AgentLoop (token-faithful when the config has a token mode); returns
-    its record as a ``trajectories.jsonl`` mapping (never raises for a sandbox or model failure:
-    those end masked). ``skill``: training-time guidance (evaluation never passes one); ``seed``:
-    this episode's sampling seed."""
+    its record (never raises for a sandbox or model failure: those end masked). ``skill``:
+    training-time guidance (evaluation never passes one); ``seed``: this episode's sampling seed."""
     config = EpisodeConfig.of(config)
     harness = config.harness
     client = as_client(model, config.model_options)
@@ -201,27 +204,47 @@ def run_episode(task: Task, model: Any, config: "EpisodeConfig | str | HarnessSp
         try:
             traj = loop.run(env, task, seed=seed, skill=skill)
         except SandboxError as exc:
+            ending = Termination.ENV_LOST if isinstance(exc, EnvLostError) else Termination.SANDBOX_ERROR
             traj = Trajectory(instance_id=task.instance_id, model=client.name, harness=harness.name,
-                              harness_hash=harness.hash, termination="sandbox_error", mask_sample=True,
-                              info={"termination": "sandbox_error", "mask_sample": True, "error": str(exc)})
-        record = _record(task, client.name, harness, traj, t0).to_json()
-        if getattr(env, "node", None):
-            record["node"] = env.node  # the node whose actor ran the env and its sandbox
-        return record
+                              harness_hash=harness.hash, termination=ending, mask_sample=True,
+                              info={"termination": ending, "mask_sample": True, "error": str(exc)})
+        record = _record(task, client.name, harness, traj, t0)
+        node = getattr(env, "node", None)
+        return record.with_fields(node=node) if node else record  # the node whose actor ran the env
     finally:
         env.close()
 
 
-def error_record(task: Task, model: Any, harness: "HarnessSpec | str", exc: BaseException, t0: float) -> dict[str, Any]:
+def run_sample(task: Task, sample: int, model: Any, config: EpisodeConfig, skill: str | None = None) -> EpisodeRecord:
+    """Sample ``sample`` (1-based) of a task in a run: its episode with the run's seed for it, as a
+    record whose ``run`` is the sample; never raises (a failure nothing planned for is an
+    ``internal_error`` record). An episode whose env was lost with its machine (``env_lost``) runs
+    once more, with the same seed, wherever the new env lands; lost again, that is its record."""
+    for attempt in (1, 2):
+        t0 = time.monotonic()
+        try:
+            record = run_episode(task, model, config, skill=skill, seed=config.episode_seed(task.instance_id, sample))
+        except Exception as exc:  # noqa: BLE001 - one broken episode must not take the run (and its queue) down
+            if not live.stopping():  # stopping, its sandbox was closed under it: no record is kept anyway
+                log.warning("episode %s #%d failed: %s", task.instance_id, sample, exc, exc_info=True)
+            record = error_record(task, model, config.harness, exc, t0)
+        if attempt == 1 and record.termination is Termination.ENV_LOST:
+            log.warning("episode %s #%d: %s; running it once more", task.instance_id, sample, record.error)
+            continue
+        break
+    return record.with_fields(run=sample, env_attempts=2) if attempt == 2 else record.with_fields(run=sample)
+
+
+def error_record(task: Task, model: Any, harness: "HarnessSpec | str", exc: BaseException, t0: float) -> EpisodeRecord:
     """The record of an episode that failed in a way nothing planned for (a bug, a broken task):
     masked, with the error, so the run goes on and the failure is visible."""
     spec = load_spec(harness)
     name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     error = f"{type(exc).__name__}: {exc}"
     traj = Trajectory(instance_id=task.instance_id, model=name, harness=spec.name, harness_hash=spec.hash,
-                      termination="internal_error", mask_sample=True,
-                      info={"termination": "internal_error", "mask_sample": True, "error": error})
-    return _record(task, name, spec, traj, t0).to_json()
+                      termination=Termination.INTERNAL_ERROR, mask_sample=True,
+                      info={"termination": Termination.INTERNAL_ERROR, "mask_sample": True, "error": error})
+    return _record(task, name, spec, traj, t0)
 
 
 def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> EpisodeRecord:

@@ -31,6 +31,7 @@ from typing import Any
 import gymnasium as gym
 
 from ha_envs.task import Task
+from ha_envs.termination import Termination
 
 from .chat.template import ChatTemplate, ModelTemplate
 from .llm.base import Completion, LLMClient, LLMError, call_options
@@ -64,7 +65,7 @@ class Trajectory:
     model_calls: list[dict[str, Any]] = field(default_factory=list)
     """Per model call: finish_reason, completion tokens, HTTP attempts, latency."""
     reward: float = 0.0
-    termination: str | None = None
+    termination: Termination | None = None
     mask_sample: bool = False
     info: dict[str, Any] = field(default_factory=dict)
     skill: str | None = None

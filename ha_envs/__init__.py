@@ -16,7 +16,8 @@ if "ha_envs/Repair-v0" not in gymnasium.registry:
     gymnasium.register(id="ha_envs/Repair-v0", entry_point="ha_envs.factory:make")
 
 _EXPORTS = {
-    "MASKED": ".env", "TERMINATIONS": ".env", "TRUNCATED": ".env", "EpisodeOverError": ".env", "RepairEnv": ".env",
+    "MASKED": ".termination", "TERMINATIONS": ".env", "TRUNCATED": ".termination", "Termination": ".termination",
+    "StepInfo": ".env", "EpisodeOverError": ".env", "RepairEnv": ".env",
     "make": ".factory", "GradeReport": ".grading", "Grader": ".grading", "GradingError": ".grading",
     "load_jsonl": ".loaders", "load_suite": ".loaders", "resolve_tasks": ".loaders",
     "EnvironmentSpec": ".task", "Task": ".task", "TaskError": ".task", "TestSpec": ".task",

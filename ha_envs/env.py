@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypedDict
 
 import gymnasium as gym
 
@@ -28,19 +28,17 @@ from .messages import AssistantMessageSpace, MessageListSpace, message
 from .sandbox import Sandbox, SandboxError, make_sandbox
 from .sandbox.base import COMMAND_TIMEOUT_S, PatchError
 from .task import Task, TaskError
+from .termination import MASKED, TRUNCATED, Termination
 
-TERMINATIONS = ("submitted", "max_turns", "context_limit", "format_errors", "agent_timeout",
-                "sandbox_error", "grading_error", "model_error", "verdict_tampered")
+TERMINATIONS = tuple(t.value for t in (
+    Termination.SUBMITTED, Termination.MAX_TURNS, Termination.CONTEXT_LIMIT, Termination.FORMAT_ERRORS,
+    Termination.AGENT_TIMEOUT, Termination.SANDBOX_ERROR, Termination.GRADING_ERROR, Termination.MODEL_ERROR,
+    Termination.VERDICT_TAMPERED))
+"""The endings the env itself gives (``termination.py`` has them all, with what each means)."""
 MAX_TURNS = 60
 """The default turn cap of an episode (a harness's ``limits.max_turns``)."""
 MAX_FORMAT_ERRORS = 3
 """The default count of unusable messages in a row that ends an episode (``format_errors``)."""
-
-MASKED = frozenset({"sandbox_error", "grading_error", "model_error"})
-"""Terminations of an infrastructure fault: no verdict, the sample carries no gradient."""
-TRUNCATED = frozenset({"max_turns", "context_limit", "agent_timeout"})
-"""Terminations of an episode that ran out of budget: graded as it stands, dropped by GRPO (the
-paper) unless a trainer keeps them."""
 
 SYSTEM_PROMPT = """You are an expert software engineer fixing an issue in the repository at {workdir}.
 You act through a bash shell that keeps its state (cwd, exported variables) between commands.
@@ -61,6 +59,46 @@ Guidance that worked on problems of this kind (how the repair works, not where):
 </skill>"""
 
 SandboxMaker = Callable[[Task], Sandbox]
+
+
+class StepInfo(TypedDict, total=False):
+    """The ``info`` of ``reset`` and ``step``, harness layers included: what each key holds and who
+    writes it. Every step carries the first six; the rest appear where said."""
+
+    instance_id: str
+    termination: Termination | None
+    """Why the episode ended (``termination.py``); None while it runs."""
+    mask_sample: bool
+    """``termination.masked``: an infrastructure fault, no verdict."""
+    turn: int
+    tool_counts: dict[str, int]
+    """Calls per tool so far (``format_error`` counts unusable messages)."""
+    hooks: dict[str, Any]
+    """Hook firings so far (the hooks layer; ``{}`` without hooks)."""
+    timings: dict[str, float]
+    """At the end only: reset, sandbox, grading and episode seconds (equal seeds, equal infos before)."""
+    patch: str
+    """At the end, once graded: the diff the grader took."""
+    grade: dict[str, Any]
+    """At the end, once graded: ``GradeReport.to_dict()`` (status, tests, flags)."""
+    resolved: bool
+    error: str
+    """At a masked end: what failed."""
+    harness: str
+    """reset, harness stack: the spec's name (H0's base env: ``h0``)."""
+    harness_hash: str
+    parser: str
+    """reset, harness stack: the tool-call format."""
+    tools: list[dict[str, Any]]
+    """reset: the tool schemas the agent may call."""
+    workdir: str
+    edits: int
+    """The tools layer: edits so far, and the test runs, tool errors, delivery below."""
+    test_runs: int
+    tool_errors: int
+    delivery: dict[str, Any]
+    env_node: str
+    """A remote env (``ha_agents.cluster.remote_env``): the Ray node that holds it."""
 
 
 class EpisodeOverError(RuntimeError):
@@ -306,7 +344,7 @@ class RepairEnv(gym.Env):
                         "have seen: " + ", ".join(leaked[:10]))
         if report.status == "verdict_tampered" and reason == "submitted":
             # the agent's doing (canaries, exit status: grading/canaries.py): graded 0, not masked
-            info["termination"] = "verdict_tampered"
+            info["termination"] = Termination.VERDICT_TAMPERED
         info["grade"] = report.to_dict()
         info["resolved"] = report.resolved
         info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
@@ -339,14 +377,15 @@ class RepairEnv(gym.Env):
             info["grade"] = grade.to_dict()
         return obs or [], 0.0, True, False, info
 
-    def _info(self, termination: str | None) -> dict[str, Any]:
+    def _info(self, termination: str | None) -> StepInfo:
         """Per-step info. Wall-clock timings appear only at the end (and in ``env.timings``) so
         that equal seeds and actions give equal infos, as Gymnasium's checker demands."""
         assert self.task is not None
-        info = {
+        ending = None if termination is None else Termination(termination)
+        info: StepInfo = {
             "instance_id": self.task.instance_id,
-            "termination": termination,
-            "mask_sample": termination in MASKED,
+            "termination": ending,
+            "mask_sample": ending is not None and ending.masked,
             "turn": self.turn,
             "tool_counts": dict(self.tool_counts),
             "hooks": {},
@@ -371,4 +410,5 @@ def tool_message(call: ToolCall, text: str, ok: bool = True) -> dict[str, Any]:
     return message("user", text, "tool", name=call.name, **extra)
 
 
-__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "TERMINATIONS"]
+__all__ = ["EpisodeOverError", "HarnessTurn", "MASKED", "RepairEnv", "StepInfo", "TERMINATIONS", "TRUNCATED",
+           "Termination"]

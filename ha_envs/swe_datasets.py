@@ -356,7 +356,7 @@ def build_command(specs: dict[str, Any], language: str) -> str:
     """swebench's ``build`` steps (run before the tests in its eval script), joined with ``&&``. A
     JavaScript step that only repeats a package-manager install is left out: the dependencies are
     installed once, with network, outside the sandbox (``nodeenv``), and grading runs offline."""
-    from .provision.nodeenv import install_commands_of
+    from .sandbox.provision.nodeenv import install_commands_of
 
     steps = _as_cmds(specs.get("build"))
     if language in ("javascript", "typescript"):

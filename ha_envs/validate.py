@@ -253,9 +253,9 @@ def _explain(res: ValidationResult, task: Task, evidence: list[str], lacking: li
 def environment_of(task: Task, build: bool = True) -> dict:
     """The environment build's record for ``task`` plus its snapshot's pre-install steps; ``build``
     False: only what is already on disk (never starts a build)."""
-    from .provision.pyenv import build_report, python_env
-    from .provision.setup_steps import setup_report
-    from .provision.workcopy import prepare_snapshot
+    from .sandbox.provision.pyenv import build_report, python_env
+    from .sandbox.provision.setup_steps import setup_report
+    from .sandbox.provision.workcopy import prepare_snapshot
 
     out: dict = {}
     try:

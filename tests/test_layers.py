@@ -10,11 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ha_envs", "ha_agents", "ha_evolve", "ha_cli")
 LAYERS = [  # lowest first; a module may import its own layer's modules and any layer below
-    ("tasks", ("ha_envs.task", "ha_envs.actions", "ha_envs.messages", "ha_envs.loaders", "ha_envs.signals")),
+    ("tasks", ("ha_envs.task", "ha_envs.actions", "ha_envs.messages", "ha_envs.loaders", "ha_envs.signals",
+               "ha_envs.termination")),
     ("sandbox core", ("ha_envs.sandbox.base", "ha_envs.sandbox.shell", "ha_envs.sandbox.daemon",
                       "ha_envs.sandbox.limits", "ha_envs.sandbox.reaper",
                       "ha_envs.sandbox.live")),
-    ("provisioning", ("ha_envs.provision",)),
+    ("provisioning", ("ha_envs.sandbox.provision",)),
     ("sandbox", ("ha_envs.sandbox",)),
     ("grading", ("ha_envs.grading", "ha_envs.swe_datasets", "ha_envs.validate")),
     ("env", ("ha_envs.env",)),
@@ -25,6 +26,7 @@ LAYERS = [  # lowest first; a module may import its own layer's modules and any 
     ("agents: llm", ("ha_agents.llm",)),
     ("agents: records", ("ha_agents.records",)),
     ("agents: loop", ("ha_agents.loop", "ha_agents.episode")),
+    ("agents: cluster", ("ha_agents.cluster",)),
     ("agents: runs", ("ha_agents.runs",)),
     ("agents: train", ("ha_agents.train",)),
     ("agents: adapters", ("ha_agents.adapters",)),
@@ -136,6 +138,6 @@ def test_the_checker_sees_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert _layer("ha_envs.sandbox.docker") < _layer("ha_envs.grading.grader") < _layer("ha_envs.env")
     assert _layer("ha_envs.env") < _layer("ha_envs.harness.wrappers") < _layer("ha_envs.factory")
-    assert _layer("ha_envs.sandbox.base") < _layer("ha_envs.provision.pyenv") < _layer("ha_envs.sandbox.local")
+    assert _layer("ha_envs.sandbox.base") < _layer("ha_envs.sandbox.provision.pyenv") < _layer("ha_envs.sandbox.local")
     assert _layer("ha_agents.chat.template") < _layer("ha_agents.loop") < _layer("ha_agents.runs.rollouts")
     assert _layer("ha_agents.runs.rollouts") < _layer("ha_agents.train.driver") < _layer("ha_agents")

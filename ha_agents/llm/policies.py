@@ -17,7 +17,7 @@ from typing import Any, Callable, Protocol
 
 from ha_envs.actions import ToolCall
 from ha_envs.harness.tool_calls import render_call
-from ha_envs.provision.workcopy import prepare_snapshot
+from ha_envs.sandbox.provision.workcopy import prepare_snapshot
 from ha_envs.task import Task
 
 from .patch_edits import PatchEditError, patch_to_edits

@@ -1,8 +1,14 @@
 """The episode record: one finished episode, one line of ``trajectories.jsonl``.
 
-``EpisodeRecord`` is the typed form; ``to_json()`` gives the line's mapping and ``from_json()``
-reads it back, older files included (schema 1 had no ``schema`` field and no ``node``; unknown
-fields are kept in ``extra`` so nothing a newer writer added is lost on a round trip).
+``EpisodeRecord`` is the typed form, and what travels: ``run_episode`` returns one, ``collect``
+returns a list, ``evaluate``'s summary holds the run's. ``to_json()`` gives the line's mapping and
+``from_json()`` reads it back, older files normalised once on reading (schema 1 had no ``schema``
+field and no ``node``, and wrote ``policy`` for the model; unknown fields are kept in ``extra`` so
+nothing a newer writer added is lost on a round trip). ``termination`` is a :class:`Termination`.
+
+A record is frozen: a run adds what it knows after the episode (the sample index, the node) with
+``with_fields``. It is also a read-only mapping of its line (``record["run"]``, ``dict(record)``,
+``json.dumps(dict(record))``), so code that filters lines by key reads records and log lines alike.
 
 ``classify(record)`` is the one place that decides what a record means for learning: its group,
 whether it was truncated, masked, or succeeded. Every reader (the local trainer's batch, verl's
@@ -12,10 +18,12 @@ reading ``termination`` and ``mask_sample`` itself.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
 
-from ha_envs.env import MASKED, TRUNCATED
+from ha_envs.termination import MASKED, TRUNCATED, Termination
 
 SCHEMA_VERSION = 2
 
@@ -41,16 +49,15 @@ class Outcome:
 
 def classify(record: "Mapping[str, Any] | EpisodeRecord") -> Outcome:
     """The outcome of one record, as every reader must see it."""
-    r = record.to_json() if isinstance(record, EpisodeRecord) else record
-    termination = r.get("termination")
-    return Outcome(group=str(r.get("group") or r["instance_id"]),
-                   success=float(r.get("reward") or 0.0) > 0.0,
+    termination = record.get("termination")
+    return Outcome(group=str(record.get("group") or record["instance_id"]),
+                   success=float(record.get("reward") or 0.0) > 0.0,
                    truncated=termination in TRUNCATED,
-                   masked=bool(r.get("mask_sample", False)) or termination in MASKED)
+                   masked=bool(record.get("mask_sample", False)) or termination in MASKED)
 
 
 @dataclass(frozen=True)
-class EpisodeRecord:
+class EpisodeRecord(Mapping):
     """One finished episode. Field order is the line's key order."""
 
     instance_id: str
@@ -64,7 +71,7 @@ class EpisodeRecord:
     """1-based sample index within the (task, run directory)."""
     reward: float = 0.0
     resolved: bool = False
-    termination: str | None = None
+    termination: Termination | None = None
     mask_sample: bool = False
     error: str = ""
     turns: int = 0
@@ -98,12 +105,24 @@ class EpisodeRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     """Fields this version does not know (a newer writer's), kept for the round trip."""
 
+    def __post_init__(self) -> None:
+        if self.termination is not None and not isinstance(self.termination, Termination):
+            object.__setattr__(self, "termination", Termination(self.termination))
+
     def outcome(self) -> Outcome:
         return classify(self)
+
+    def with_fields(self, **values: Any) -> "EpisodeRecord":
+        """A copy with these fields set; names that are not fields go to ``extra`` (written on the line)."""
+        known = {k: v for k, v in values.items() if k in _FIELDS}
+        extra = {k: v for k, v in values.items() if k not in _FIELDS}
+        return replace(self, **known, extra={**self.extra, **extra} if extra else self.extra)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         extra = d.pop("extra")
+        if d["termination"] is not None:
+            d["termination"] = d["termination"].value
         d["policy"] = d["model"]  # schema-1 readers look for it
         for k in ("group", "node"):
             if d[k] is None:
@@ -111,18 +130,54 @@ class EpisodeRecord:
         d.update(extra)
         return d
 
+    # the read-only mapping of the line, without copying the messages and tokens
+    def _keys(self) -> list[str]:
+        keys = [f for f in _FIELDS if not (f in ("group", "node") and getattr(self, f) is None)]
+        return keys + ["policy"] + [k for k in self.extra if k not in keys and k != "policy"]
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _FIELDS and not (key in ("group", "node") and getattr(self, key) is None):
+            return getattr(self, key)
+        if key == "policy":
+            return self.model
+        if key in self.extra:
+            return self.extra[key]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "EpisodeRecord":
+        if isinstance(d, EpisodeRecord):
+            return d
         if "instance_id" not in d:
             raise ValueError(f"not an episode record (no instance_id): keys {sorted(d)[:8]}")
-        known = {f.name for f in fields(cls)} - {"extra"}
-        kw = {k: v for k, v in d.items() if k in known}
+        kw = {k: v for k, v in d.items() if k in _FIELDS}
         if not kw.get("model") and d.get("policy"):
             kw["model"] = d["policy"]
         kw["schema"] = int(d.get("schema", 1))
         kw["run"] = int(d.get("run", 1))
-        extra = {k: v for k, v in d.items() if k not in known and k != "policy"}
+        extra = {k: v for k, v in d.items() if k not in _FIELDS and k != "policy"}
         return cls(**kw, extra=extra)
 
 
-__all__ = ["EpisodeRecord", "Outcome", "SCHEMA_VERSION", "classify"]
+_FIELDS = tuple(f.name for f in fields(EpisodeRecord) if f.name != "extra")
+
+
+def episode_records(lines: Iterable[Mapping[str, Any]]) -> list[EpisodeRecord]:
+    """Lines of a trajectories file (or records already typed) as records."""
+    return [EpisodeRecord.from_json(d) for d in lines]
+
+
+def read_episodes(path: "str | Path") -> list[EpisodeRecord]:
+    """The records of a ``trajectories.jsonl`` file (a cut last line left out), typed."""
+    from .log import read_jsonl
+
+    return episode_records(read_jsonl(Path(path)))
+
+
+__all__ = ["EpisodeRecord", "Outcome", "SCHEMA_VERSION", "classify", "episode_records", "read_episodes"]

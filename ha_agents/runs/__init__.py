@@ -1,5 +1,5 @@
 """Batches of episodes: evaluation runs (``evaluate``), GRPO rollout groups (``rollouts``), paired
 comparison of two runs (``compare``), grading anyone's predictions (``grade``) and progress on
-stderr (``progress``)."""
+stderr (``progress``). On Ray they place their episodes through ``ha_agents.cluster``."""
 
-from . import remote_env  # noqa: F401,E402 - registers EpisodeConfig(env_placement="ray")
+from .. import cluster  # noqa: F401 - registers EpisodeConfig(env_placement="ray")

@@ -23,7 +23,7 @@ from ha_envs.task import Task
 
 from ..episode import EpisodeConfig
 from ..llm.options import ModelOptions
-from ..records.episode_record import classify
+from ..records.episode_record import EpisodeRecord, classify
 from ..records.export import write_traj_json
 from ..records.log import JsonlLog
 from .identity import claim, eval_identity
@@ -47,6 +47,12 @@ class EvalSummary:
     suspicious: int = 0
     """Episodes whose grade carries a suspicion flag (see ``GradeReport.flags``)."""
     per_instance: dict[str, list[bool]] = field(default_factory=dict)
+    records: list[EpisodeRecord] = field(default_factory=list, repr=False, compare=False)
+    """The run's records (these tasks, runs 1..``runs``); not part of ``summary.json``."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``summary.json`` holds of it (every field but the records)."""
+        return {k: v for k, v in self.__dict__.items() if k != "records"}
 
     def markdown(self) -> str:
         head = "| harness | model | " + " | ".join(f"run {i + 1}" for i in range(self.runs)) + " | pass@1 (mean) |"
@@ -78,15 +84,16 @@ def evaluate(tasks: list[Task], model: Any, config: "EpisodeConfig | str | Harne
     if retry_masked:
         set_aside(log, masked_episodes([t.instance_id for t in tasks], runs), out / HISTORY)
     spec.save(out / "harness.yaml")
-    collect(tasks, runs, model, config, log=log, workers=workers, executor=executor, on_record=progress,
-            progress_bar=progress_bar, max_model_errors=max_model_errors)
+    records = collect(tasks, runs, model, config, log=log, workers=workers, executor=executor, on_record=progress,
+                      progress_bar=progress_bar, max_model_errors=max_model_errors)
     ids = {t.instance_id for t in tasks}
     fallback = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     model_name = next((r["model"] for r in log.records if r["instance_id"] in ids and r.get("model")), fallback)
-    summary = summarize(log.records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)
+    summary = summarize(records, [t.instance_id for t in tasks], runs, model_name, spec.name, spec.hash)
+    summary.records = records
     write_predictions(log.records, out, runs, model_name)
     write_traj_json([r for r in log.records if r["instance_id"] in ids], out)
-    record = dict(summary.__dict__, model_options=(config.model_options or ModelOptions()).record(), seed=config.seed)
+    record = dict(summary.to_json(), model_options=(config.model_options or ModelOptions()).record(), seed=config.seed)
     (out / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
     return summary
 

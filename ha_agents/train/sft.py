@@ -22,6 +22,7 @@ from ..episode import EpisodeConfig, TokenMode
 from ..llm.base import Completion
 from ..llm.scripted import PolicyClient
 from ..llm.policies import make_policy
+from ..records.episode_record import EpisodeRecord
 from ..runs.rollouts import collect
 from ..chat.tokens import as_codec
 from .base import Sample
@@ -55,16 +56,14 @@ class TokenizingClient:
 
 
 def demonstrations(tasks: list[Task], token_mode: TokenMode, out: str | Path, harness: Any = "h0",
-                   policy: Any = "oracle", **kw: Any) -> list[dict[str, Any]]:
+                   policy: Any = "oracle", **kw: Any) -> list[EpisodeRecord]:
     """One episode of ``policy`` (a name, or a policy object) per task, one at a time (a scripted
     policy keeps per-episode state, so its client cannot be shared by concurrent episodes)."""
     template, tok = token_mode.resolve()
     client = TokenizingClient(PolicyClient(make_policy(policy) if isinstance(policy, str) else policy), tok, template.eos)
     config = replace(EpisodeConfig.of(harness), token_mode=token_mode, **kw)
     records = collect(tasks, 1, client, config, out=out, workers=1, progress_bar=False)
-    for r in records:
-        r["demonstration"] = True
-    return records
+    return [r.with_fields(demonstration=True) for r in records]
 
 
 def sft_samples(records: list[dict[str, Any]], resolved_only: bool = True) -> list[Sample]:

@@ -134,7 +134,7 @@ class HarnessAgentLoop(AgentLoopBase):
         if self.max_turns:
             spec = spec.with_limits(max_turns=self.max_turns)
         if self.env_placement == "ray":  # the env and its sandbox on a node with sandbox slots
-            from ha_agents.runs.remote_env import RemoteEnv
+            from ha_agents.cluster.remote_env import RemoteEnv
 
             try:
                 env = await self._call(lambda: RemoteEnv(tasks[iid], spec, self.sandbox))

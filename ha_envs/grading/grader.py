@@ -36,7 +36,7 @@ from ..sandbox.local import LocalSandbox, LocalSandboxConfig
 from ..sandbox.netns import available as netns_available
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
-from ..provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
+from ..sandbox.provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import REAL_BENCHMARKS, Task
 from . import canaries as canary_tests
 from . import faults

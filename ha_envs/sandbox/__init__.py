@@ -3,11 +3,11 @@
 from typing import Any
 
 from ..task import Task
-from .base import RunResult, Sandbox, SandboxError
+from .base import EnvLostError, RunResult, Sandbox, SandboxError
 from .local import LocalSandbox, LocalSandboxConfig, bwrap_available
-from ..provision.workcopy import Snapshot, prepare_snapshot
+from .provision.workcopy import Snapshot, prepare_snapshot
 
-__all__ = ["LocalSandbox", "LocalSandboxConfig", "RunResult", "Sandbox", "SandboxError", "Snapshot",
+__all__ = ["EnvLostError", "LocalSandbox", "LocalSandboxConfig", "RunResult", "Sandbox", "SandboxError", "Snapshot",
            "bwrap_available", "prepare_snapshot", "make_sandbox"]
 
 

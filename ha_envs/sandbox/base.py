@@ -26,6 +26,11 @@ class SandboxError(RuntimeError):
     """The sandbox (not the agent's command) failed; the episode cannot go on."""
 
 
+class EnvLostError(SandboxError):
+    """The machine holding the env and its sandbox is gone (a remote env's Ray actor died with its
+    node, raylet or worker): an episode ending ``env_lost``, which a run tries once more elsewhere."""
+
+
 class PatchError(RuntimeError):
     """The agent's changes cannot be turned into a gradable patch because of what the agent did
     (``kind``: ``patch_too_large``, ``diff_failed``). Unlike :class:`SandboxError` this is the

@@ -35,7 +35,7 @@ from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, Patch
 from .daemon import LABEL, docker_client, owner, reap_orphans, retrying
 from .limits import DiskWatch, now_ticks
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
-from ..provision.workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script, parse_diff_result
+from .provision.workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script, parse_diff_result
 
 T = TypeVar("T")
 BASE_IMAGE = "harnessadapt/base:bookworm"
@@ -177,7 +177,7 @@ class DockerSandbox:
     @property
     def image(self) -> str:
         if self._image is None:
-            from ..provision.images import snapshot_image
+            from .provision.images import snapshot_image
 
             self._image, self.snapshot = snapshot_image(self.client, self.task, self.config.image,
                                                         grader=self.role == "grader")
@@ -216,7 +216,7 @@ class DockerSandbox:
         """Environments copied into images keep their host path (venvs are not relocatable): when the
         cache lives under /tmp, a tmpfs there would hide them, so /tmp stays in the container's layer
         and the disk quota's measure covers it instead."""
-        from ..provision.workcopy import cache_root
+        from .provision.workcopy import cache_root
 
         return str(cache_root().resolve()).startswith("/tmp/")
 

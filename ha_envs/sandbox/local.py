@@ -24,10 +24,10 @@ from . import live, netns
 from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, RunResult, SandboxError, nul_result
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .netns import UserNet
-from ..provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
+from .provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
 from .reaper import owned_prefix, reap_once
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
-from ..provision.workcopy import (PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy, parse_diff_result,
+from .provision.workcopy import (PATCH_CAP_BYTES, Snapshot, diff_script, make_work_copy, parse_diff_result,
                        prepare_snapshot, reset_in_place)
 
 log = logging.getLogger(__name__)
@@ -101,16 +101,16 @@ class LocalSandbox:
             snapshot = prepare_snapshot(task)
         self.snapshot = snapshot
         if self.config.python_env is None and task is not None:
-            from ..provision.pyenv import python_env
+            from .provision.pyenv import python_env
 
             env = python_env(task)
             if env is not None:
                 self.config = dataclasses.replace(self.config, python_env=str(env))
         if self.config.python_env is not None:
-            from ..provision.pyenv import with_built_files
+            from .provision.pyenv import with_built_files
 
             self.snapshot = with_built_files(self.snapshot, self.config.python_env)
-        from ..provision.nodeenv import node_env
+        from .provision.nodeenv import node_env
 
         self.node_modules = node_env(task) if task is not None else None
         self._own_root = work_root is None
@@ -174,7 +174,7 @@ class LocalSandbox:
 
     def _link_envs(self) -> None:
         if self.node_modules is not None and self.host_dir.is_dir():
-            from ..provision.nodeenv import link_node_modules
+            from .provision.nodeenv import link_node_modules
 
             link_node_modules(self.host_dir, self.node_modules)
 
@@ -259,7 +259,7 @@ class LocalSandbox:
         cands = [*interpreter_paths(), str(home / ".cargo"), str(home / ".rustup"),
                  os.environ.get("RUSTUP_HOME", str(home / ".rustup")), *self.config.extra_ro_paths]
         if self.config.python_env:
-            from ..provision.pyenv import interpreter_dirs
+            from .provision.pyenv import interpreter_dirs
 
             cands += [str(d) for d in interpreter_dirs(Path(self.config.python_env))]
             cands += venv_paths(self.config.python_env)
@@ -295,7 +295,7 @@ class LocalSandbox:
             "NODE_NO_WARNINGS": "1", "GIT_CONFIG_NOSYSTEM": "1",
         }
         if self.node_modules is not None:
-            from ..provision.nodeenv import COREPACK_DIR
+            from .provision.nodeenv import COREPACK_DIR
 
             corepack = self.node_modules.parent / COREPACK_DIR
             if corepack.is_dir():  # the pnpm / yarn release the env was installed with (nodeenv), offline
@@ -306,7 +306,7 @@ class LocalSandbox:
             # beside the library (pytest-asyncio, hypothesis, ...) must not load into the task's tests.
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         if self.config.python_env:
-            from ..provision.pyenv import import_roots, workcopy_on_path
+            from .provision.pyenv import import_roots, workcopy_on_path
 
             if not workcopy_on_path(Path(self.config.python_env), self.workdir):
                 env["PYTHONPATH"] = import_roots(self.snapshot.path, self.workdir, Path(self.config.python_env))

@@ -98,3 +98,8 @@ def test_the_turn_cap_is_the_envs(tiny_task):
     rec = run_episode(tiny_task, ScriptedPolicy([ToolCall("bash", {"command": "ls"})] * 10),
                       EpisodeConfig.create("h0", max_turns=3))
     assert rec["termination"] == "max_turns" and rec["turns"] == 3
+    # what travels is the typed record, its ending the enum
+    from ha_agents.records.episode_record import EpisodeRecord
+    from ha_envs.termination import Termination
+
+    assert isinstance(rec, EpisodeRecord) and rec.termination is Termination.MAX_TURNS and rec.termination.truncated

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ha_envs.provision.cache import RECENT_S, current_formats
+from ha_envs.sandbox.provision.cache import RECENT_S, current_formats
 from ha_envs.loaders import load_suite
-from ha_envs.provision.workcopy import FORMAT_FILE, SNAPSHOT_FORMAT, mark_built, prepare_snapshot
+from ha_envs.sandbox.provision.workcopy import FORMAT_FILE, SNAPSHOT_FORMAT, mark_built, prepare_snapshot
 
 HA = Path(sys.executable).with_name("ha")
 
@@ -168,7 +168,7 @@ def test_prune_with_images_takes_the_docker_images_made_from_what_went(cache):
     """`ha cache prune --images`: the snapshot image of an entry the age rule removes goes with it
     (the dry run names both and removes neither); an image made from a kept entry stays."""
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import image_exists, snapshot_image
+    from ha_envs.sandbox.provision.images import image_exists, snapshot_image
     from tests.ha_envs.test_real_envs import require_docker
 
     require_docker()  # the base image, built (or a failure in CI, a skip elsewhere)

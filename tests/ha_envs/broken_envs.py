@@ -61,7 +61,7 @@ def through_link(target: Path, link: Path) -> Path:
 
 def broken_image(client, tag: str, script: str) -> str:
     """The bundled base image with ``script`` run in it (as root), committed as ``tag``."""
-    from ha_envs.provision.images import BASE_REPO, BASE_SUITE
+    from ha_envs.sandbox.provision.images import BASE_REPO, BASE_SUITE
 
     c = client.containers.create(f"{BASE_REPO}:{BASE_SUITE}", entrypoint=["sleep", "infinity"], network_mode="none",
                                  labels={"harnessadapt.test": "1"})

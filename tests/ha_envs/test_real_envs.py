@@ -14,7 +14,7 @@ import pytest
 
 from ha_envs.grading.grader import Grader, docker_sandbox_factory
 from ha_envs.sandbox import make_sandbox
-from ha_envs.provision.pyenv import pyenv_python, python_env
+from ha_envs.sandbox.provision.pyenv import pyenv_python, python_env
 from ha_envs.task import EnvironmentSpec, Task, TestSpec
 
 
@@ -51,7 +51,7 @@ def upstream(root, files: dict[str, str], repo: str):
 
 def require_docker() -> None:
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import build_base_image
+    from ha_envs.sandbox.provision.images import build_base_image
     try:
         build_base_image(docker_client(timeout=30))
     except Exception as exc:  # noqa: BLE001
@@ -128,7 +128,7 @@ def test_an_env_packed_on_one_machine_runs_relocated_on_another(real_task, tmp_p
     says it was copied, and the copy is never used when the archive was cut short."""
     import hashlib
 
-    from ha_envs.provision.artifacts import env_dest, env_origin, install_env, pack_env
+    from ha_envs.sandbox.provision.artifacts import env_dest, env_origin, install_env, pack_env
     from ha_envs.task import TaskError
 
     here = python_env(real_task)
@@ -215,7 +215,7 @@ def test_instances_of_one_version_share_a_dependency_layer(real_task, tmp_path, 
     the repository on a copy, and neither install reaches the layer."""
     import dataclasses
 
-    from ha_envs.provision.pyenv import ENV_FORMAT, LAYER_REPORT, dependency_layer
+    from ha_envs.sandbox.provision.pyenv import ENV_FORMAT, LAYER_REPORT, dependency_layer
 
     files = {"setup.py": "from setuptools import setup\nsetup(name='acme', version='1.0', packages=['acme'], "
                          "install_requires=['iniconfig==2.0.0'])\n",
@@ -270,7 +270,7 @@ def test_code_under_test_cannot_poison_the_shared_environment(real_task):
     import hashlib
     import os as host_os
 
-    from ha_envs.provision.pyenv import dependency_layer
+    from ha_envs.sandbox.provision.pyenv import dependency_layer
 
     env, layer = python_env(real_task), dependency_layer(real_task)
     stdlib = env / "lib" / "python3.9"
@@ -308,7 +308,7 @@ def test_code_under_test_cannot_poison_the_shared_environment(real_task):
 def test_import_roots_found_from_the_installed_files(tmp_path):
     """ansible keeps its package in lib/, flask in src/, requests at the top; a vendored copy deeper
     down never wins."""
-    from ha_envs.provision.pyenv import _find_root, import_roots
+    from ha_envs.sandbox.provision.pyenv import _find_root, import_roots
 
     repo = tmp_path / "repo"
     for rel in ("lib/ansible/__init__.py", "test/lib/ansible_test/__init__.py", "test/support/ansible/__init__.py",
@@ -368,7 +368,7 @@ def js_task(tmp_path_factory):
 
 
 def test_js_env_installs_once_and_both_sandboxes_grade_alike(js_task):
-    from ha_envs.provision.nodeenv import NODE_ENV_FORMAT, node_env
+    from ha_envs.sandbox.provision.nodeenv import NODE_ENV_FORMAT, node_env
 
     nm = node_env(js_task)
     assert (nm / "ms" / "package.json").is_file() and node_env(js_task) == nm  # built once, cached
@@ -412,7 +412,7 @@ def test_a_patch_cannot_edit_the_node_env_through_the_work_copys_link(js_task, t
     through the link, the env stays as it was, and nothing is earned."""
     import difflib
 
-    from ha_envs.provision.nodeenv import node_env
+    from ha_envs.sandbox.provision.nodeenv import node_env
 
     nm = node_env(js_task)
     src = (nm / "ms" / "index.js").read_text()
@@ -481,7 +481,7 @@ def workspace_task(tmp_path_factory):
 
 
 def test_a_workspace_env_keeps_every_node_modules_and_its_links_in_both_sandboxes(workspace_task):
-    from ha_envs.provision.nodeenv import nested_node_modules, node_env
+    from ha_envs.sandbox.provision.nodeenv import nested_node_modules, node_env
 
     nm = node_env(workspace_task)
     assert nested_node_modules(nm) == ["packages/a"]
@@ -529,7 +529,7 @@ def test_a_workspace_env_keeps_every_node_modules_and_its_links_in_both_sandboxe
     # once the env is gone from the cache, its env image and the snapshot image made on it are
     # orphans: `ha images prune` removes both, the snapshot image first (docker refuses a parent)
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import env_image, image_exists, snapshot_image
+    from ha_envs.sandbox.provision.images import env_image, image_exists, snapshot_image
 
     client = docker_client()
     env_tag, (snap_tag, _) = env_image(client, workspace_task), snapshot_image(client, workspace_task)
@@ -586,8 +586,8 @@ def test_a_node_env_moved_to_another_cache_keeps_its_links_inside_it(pnpm_task, 
     Docker sandbox, whose image holds the env at its path on this machine)."""
     import hashlib
 
-    from ha_envs.provision.artifacts import env_dest, install_env, pack_env
-    from ha_envs.provision.nodeenv import node_env
+    from ha_envs.sandbox.provision.artifacts import env_dest, install_env, pack_env
+    from ha_envs.sandbox.provision.nodeenv import node_env
 
     here = node_env(pnpm_task).parent
     data = pack_env(here)
@@ -614,7 +614,7 @@ def test_a_node_env_moved_to_another_cache_keeps_its_links_inside_it(pnpm_task, 
 def test_the_docker_sandbox_runs_a_pnpm_workspace_offline_with_the_envs_pnpm(pnpm_task):
     """The image gets corepack's shims and the env's corepack home: ``pnpm`` is the release the env
     was installed with, read without network, and the workspace's links hold."""
-    from ha_envs.provision.nodeenv import COREPACK_DIR, nested_node_modules, node_env
+    from ha_envs.sandbox.provision.nodeenv import COREPACK_DIR, nested_node_modules, node_env
 
     nm = node_env(pnpm_task)
     assert nested_node_modules(nm) == ["packages/a"], nested_node_modules(nm)
@@ -682,7 +682,7 @@ def test_compiled_extensions_are_in_every_work_copy_and_never_in_a_patch(compile
     import re
 
     from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
-    from ha_envs.provision.pyenv import built_files
+    from ha_envs.sandbox.provision.pyenv import built_files
 
     env = python_env(compiled_task)
     built = built_files(env)
@@ -690,7 +690,7 @@ def test_compiled_extensions_are_in_every_work_copy_and_never_in_a_patch(compile
     assert re.fullmatch(r"cext/_speed\.cpython-39-[^/]+\.so", built[0]), built
     assert any("built files" in n for n in json.loads((env / "ha-build.json").read_text())["notes"])
     # the install built from a copy: the snapshot every work copy starts from holds no build outputs
-    from ha_envs.provision.workcopy import prepare_snapshot
+    from ha_envs.sandbox.provision.workcopy import prepare_snapshot
 
     snap = prepare_snapshot(compiled_task).path
     assert not (snap / "build").exists() and not list(snap.glob("cext/*.so")) and not list(snap.glob("*.egg-info"))

@@ -81,3 +81,49 @@ def test_the_log_mends_a_cut_line_and_appends(tmp_path):
     assert log.done() == {("a", 1)}
     log.append({"instance_id": "c", "run": 1})
     assert [r["instance_id"] for r in read_jsonl(path)] == ["a", "c"]
+
+
+def test_terminations_are_one_enum_that_reads_and_writes_plain_names():
+    from ha_envs import MASKED, TERMINATIONS, TRUNCATED, Termination
+
+    assert Termination("max_turns") is Termination.MAX_TURNS and Termination.MAX_TURNS == "max_turns"
+    assert json.dumps({"t": Termination.ENV_LOST}) == '{"t": "env_lost"}' and f"{Termination.SUBMITTED}" == "submitted"
+    assert {t.value for t in Termination if t.masked} == MASKED and {t.value for t in Termination if t.truncated} == TRUNCATED
+    assert "env_lost" in MASKED and "internal_error" in MASKED and "patch_scored" not in MASKED
+    assert set(TERMINATIONS) < {t.value for t in Termination}  # the env's own endings are among them
+    with pytest.raises(ValueError, match="unknown termination 'gave_up'; known: submitted"):
+        Termination("gave_up")
+    rec = EpisodeRecord.from_json(SCHEMA_1)
+    assert rec.termination is Termination.SUBMITTED
+    with pytest.raises(ValueError, match="unknown termination"):
+        EpisodeRecord.from_json(dict(SCHEMA_1, termination="gave_up"))
+
+
+def test_a_record_is_a_read_only_view_of_its_line_and_grows_only_by_copy():
+    rec = EpisodeRecord.from_json(SCHEMA_1)
+    assert dict(rec) == rec.to_json() and list(rec) == list(rec.to_json()) and len(rec) == len(rec.to_json())
+    assert rec["run"] == 2 and rec["policy"] == "oracle" and rec["demonstration"] is True and rec.get("node") is None
+    assert "node" not in rec and "group" not in rec
+    with pytest.raises(KeyError):
+        rec["nothing"]
+    with pytest.raises(TypeError):
+        rec["run"] = 3  # noqa - frozen: a run adds what it knows with with_fields
+    moved = rec.with_fields(run=5, node="n1", snapshot="copied")
+    assert (moved.run, moved.node, moved["snapshot"], rec.run) == (5, "n1", "copied", 2)
+    assert moved.extra == {"demonstration": True, "snapshot": "copied"}
+    assert EpisodeRecord.from_json(json.loads(json.dumps(dict(moved)))) == moved
+    # every reader gives a typed record and a line the same outcome
+    for line in _records():
+        assert classify(EpisodeRecord.from_json(line)) == classify(line)
+
+
+def test_episodes_read_back_typed_from_a_log_old_lines_included(tmp_path):
+    from ha_agents.records.episode_record import read_episodes
+
+    log = JsonlLog(tmp_path / "trajectories.jsonl")
+    log.append(SCHEMA_1)
+    log.append(EpisodeRecord(instance_id="b", run=1, termination="env_lost", mask_sample=True))
+    recs = read_episodes(tmp_path / "trajectories.jsonl")
+    assert [type(r) for r in recs] == [EpisodeRecord, EpisodeRecord]
+    assert recs[0].schema == 1 and recs[0].model == "oracle" and recs[1].termination.masked
+    assert read_jsonl(tmp_path / "trajectories.jsonl")[1]["termination"] == "env_lost"

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from ha_agents.train.grpo import Rollout, rates
-from ha_envs.provision.workcopy import cache_root
-from ha_agents.runs.ray_cluster import init_ray
+from ha_envs.sandbox.provision.workcopy import cache_root
+from ha_agents.cluster.ray_start import init_ray
 from ha_agents.runs.rollouts import collect
 from ha_envs.loaders import load_suite
 
@@ -90,7 +90,7 @@ def test_a_group_is_one_unit_of_placement_on_a_multi_node_cluster(tmp_path, monk
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {SLOTS: 2}})
     try:
@@ -124,7 +124,7 @@ def test_a_node_lost_mid_run_loses_and_duplicates_nothing(tmp_path, monkeypatch,
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
 
     ts = tasks("mini__semver_ranges", "mini__ttl_cache", "mini__invoice_rounding")
     replay = tmp_path / "slow.jsonl"
@@ -171,7 +171,7 @@ def test_snapshots_move_to_nodes_that_lack_the_repository(tiny_task, tmp_path, m
 
     if not os.environ.get("CI"):
         pytest.importorskip("ray")
-    from ha_envs.provision.workcopy import snapshot_origin
+    from ha_envs.sandbox.provision.workcopy import snapshot_origin
 
     mirror = tmp_path / "mirrors" / "acme+clamp" / "repo"
     mirror.parent.mkdir(parents=True)
@@ -205,8 +205,8 @@ def test_the_artifact_store_holds_few_archives_and_serves_only_its_own(tmp_path)
     import hashlib
 
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
-    from ha_agents.runs.artifact_store import ArtifactStore
-    from ha_envs.provision.workcopy import pack_snapshot, prepare_snapshot
+    from ha_agents.cluster.artifact_store import ArtifactStore
+    from ha_envs.sandbox.provision.workcopy import pack_snapshot, prepare_snapshot
 
     ts = tasks("mini__semver_ranges", "mini__ttl_cache", "mini__invoice_rounding")
     paths = [prepare_snapshot(t).path for t in ts]
@@ -246,8 +246,8 @@ def test_an_environment_is_built_once_by_the_first_node_to_ask(tmp_path):
     import hashlib
 
     ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
-    from ha_agents.runs.artifact_store import ArtifactStore
-    from ha_envs.provision.artifacts import env_origin, pack_env
+    from ha_agents.cluster.artifact_store import ArtifactStore
+    from ha_envs.sandbox.provision.artifacts import env_origin, pack_env
 
     built = tmp_path / "node2" / "envs" / "acme-3.9-abc"
     (built / "bin").mkdir(parents=True)
@@ -301,7 +301,7 @@ def test_an_environment_is_built_once_in_the_cluster_and_copied_to_the_other_nod
 
     if not os.environ.get("CI"):
         pytest.importorskip("ray")
-    from ha_envs.provision.artifacts import env_dest, env_origin
+    from ha_envs.sandbox.provision.artifacts import env_dest, env_origin
 
     ts = [dataclasses.replace(real_task, instance_id=f"acme__calc-{i}") for i in (1, 2, 3)]
     name = env_dest(ts[0])[1].name
@@ -324,7 +324,7 @@ def _on_nodes_without_mirrors(tmp_path, monkeypatch, slots, run):
     returns (the nodes' cache directories, what ``run`` returned)."""
     from ray.cluster_utils import Cluster
 
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
 
     (tmp_path / "no-mirrors").mkdir()
     caches = [tmp_path / f"node{i}" for i in range(3)]

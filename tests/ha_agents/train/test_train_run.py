@@ -248,7 +248,7 @@ def test_ha_train_evolve_places_every_kind_of_episode_as_asked(tmp_path, monkeyp
     its env from the `ray` placement. The placement's factory is the real local env, tagged with the
     node a Ray actor would report (a Ray actor per episode is `test_remote_env.py`'s subject), so a
     record written without it names no node."""
-    import ha_agents.runs.remote_env  # noqa: F401 - registers the real `ray` placement, replaced below
+    import ha_agents.cluster.remote_env  # noqa: F401 - registers the real `ray` placement, replaced below
     from ha_agents.episode import ENV_PLACEMENTS
     from ha_agents.llm.fake_server import FakeOpenAIServer
     from ha_cli.main import main

@@ -21,7 +21,7 @@ if not os.environ.get("CI"):
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from ha_agents.runs.ray_cluster import init_ray  # noqa: E402
+from ha_agents.cluster.ray_start import init_ray  # noqa: E402
 from ha_agents.train.recipes import TRAIN_HARNESS  # noqa: E402
 from ha_agents.train.verl_launch import agent_loop_yaml, paper_overrides, write_dataset  # noqa: E402
 
@@ -239,7 +239,7 @@ def test_agent_loop_worker_drives_the_remote_env_on_a_sandbox_node(model_dir, tm
     from ray.cluster_utils import Cluster
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
 
     y = agent_loop_yaml(tmp_path / "loop.yaml", TRAIN_HARNESS, {"suite": "mini"}, env="ray")
     cfg = _config(model_dir, y, response_length=3000)

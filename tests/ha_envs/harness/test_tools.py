@@ -132,7 +132,7 @@ def test_run_tests_selects_relevant_tests_python(drive):
 def test_run_tests_other_languages(drive, instance, runner, expect):
     from ha_envs.loaders import load_suite
     from ha_agents.llm.patch_edits import patch_to_edits
-    from ha_envs.provision.workcopy import prepare_snapshot
+    from ha_envs.sandbox.provision.workcopy import prepare_snapshot
     task = next(t for t in load_suite("mini") if t.instance_id == instance)
     d = drive(task=task)
     snap = prepare_snapshot(task)

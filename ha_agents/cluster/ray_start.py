@@ -8,7 +8,7 @@ explicit: the ``address`` argument, else ``RAY_ADDRESS``, else ``"local"`` (a ne
 Sandbox slots: each node declares how many sandboxes it can hold as the custom resource
 ``sandbox_slots`` (``SLOTS``), derived from its cores and memory (``node_slots``: one per core, at
 most one per 2 GiB; ``HA_SANDBOX_SLOTS`` overrides). A private instance declares it itself; on a
-cluster start each node with ``ray start ... --resources "$(python -m ha_agents.runs.ray_cluster)"``.
+cluster start each node with ``ray start ... --resources "$(python -m ha_agents.cluster.ray_start)"``.
 A GRPO group asks for one slot per member (``group_resources``), so it fits on one node.
 """
 

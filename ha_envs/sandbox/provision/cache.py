@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..sandbox.limits import tree_bytes
+from ..limits import tree_bytes
 from .nodeenv import NODE_ENV_FORMAT
 from .pyenv import ENV_FORMAT
 from .workcopy import FORMAT_FILE, SNAPSHOT_FORMAT, cache_root

@@ -4,11 +4,12 @@ the token bookkeeping.
 
 On a cluster the policy runs on GPU nodes (verl's agent loop, the local trainer's model) and the
 sandboxes on CPU nodes. ``RemoteEnv`` has the env's own ``reset`` / ``step`` / ``end`` / ``abort``
-/ ``close`` semantics; the actor asks for one ``sandbox_slots`` (``ray_cluster.SLOTS``) where the
+/ ``close`` semantics; the actor asks for one ``sandbox_slots`` (``ray_start.SLOTS``) where the
 cluster declares them, so it lands on a node built for sandboxes, else for one CPU. A lost actor
 (its node, raylet or worker died) is an infrastructure fault, as a dead container is for the env
-itself: ``reset`` raises ``SandboxError``; ``step``, ``end`` and ``abort`` end the episode masked
-(``termination="sandbox_error"``, reward 0). ``close`` ends the actor.
+itself, but its own: ``reset`` raises ``EnvLostError`` (a ``SandboxError``); ``step``, ``end`` and
+``abort`` end the episode masked (``Termination.ENV_LOST``, reward 0), and a run gives such an
+episode one more try on whichever node Ray gives the new env. ``close`` ends the actor.
 
 ``EpisodeConfig(env_placement="ray")`` runs every episode's env this way (``ha eval`` / ``ha
 train --env-placement ray``); verl's agent loop takes ``env: ray`` in its YAML.
@@ -18,14 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ha_envs.sandbox import SandboxError
+from ha_envs.sandbox import EnvLostError
 from ha_envs.task import Task
+from ha_envs.termination import Termination
 
 from ..episode import ENV_PLACEMENTS
-
-
-LOST = "the env's actor was lost"
-"""In the error of an episode whose remote env died with its node, raylet or worker (``collect`` runs it once more)."""
 
 
 class EnvActor:
@@ -78,15 +76,14 @@ class RemoteEnv:
 
         from ha_envs.harness import load_spec
 
-        from .ray_cluster import group_resources, init_ray
+        from .artifact_store import shared_store
+        from .ray_start import group_resources, init_ray
 
         if callable(sandbox):
             raise ValueError("a remote env needs a sandbox name (local or docker), not a callable")
         init_ray()  # the Ray this process runs, else RAY_ADDRESS, else a private one
         self.task = task
         self.spec = load_spec(harness)
-        from .artifact_store import shared_store
-
         opts = dict(actor_options) if actor_options is not None else group_resources(1)
         self._actor = ray.remote(EnvActor).options(max_restarts=0, max_task_retries=0, **opts).remote(
             task, self.spec, sandbox, dict(env_options or {}), shared_store())
@@ -107,12 +104,12 @@ class RemoteEnv:
             return ray.get(getattr(self._actor, method).remote(*args))
         except Exception as exc:  # noqa: BLE001 - told apart below
             if _lost(exc):
-                self._lost = f"{LOST} ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
+                self._lost = f"the env's actor was lost ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
                 raise _Lost(self._lost) from exc
             raise
 
     def _ended(self, error: str) -> tuple[list, float, bool, bool, dict[str, Any]]:
-        return [], 0.0, True, False, {"instance_id": self.task.instance_id, "termination": "sandbox_error",
+        return [], 0.0, True, False, {"instance_id": self.task.instance_id, "termination": Termination.ENV_LOST,
                                        "mask_sample": True, "error": error, "env_node": self.node}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
@@ -121,7 +118,7 @@ class RemoteEnv:
                 self.node = self._call("where")
             obs, info = self._call("reset", seed, options)
         except _Lost as exc:
-            raise SandboxError(f"cannot start the sandbox for {self.task.instance_id}: {exc}") from exc
+            raise EnvLostError(f"cannot start the sandbox for {self.task.instance_id}: {exc}") from exc
         info["env_node"] = self.node
         return obs, info
 

@@ -91,7 +91,7 @@ class ArtifactStore:
     async def publish(self, kind: str, name: str, refs: list[Any], sha256: str, built_at: str) -> None:
         """A leased build is done: install it into the driver's cache (relocated from ``built_at``)
         and hold its archive for the next node; waiters are woken either way."""
-        from ha_envs.provision.artifacts import install_env
+        from ha_envs.sandbox.provision.artifacts import install_env
 
         import ray
 
@@ -110,7 +110,7 @@ class ArtifactStore:
         (saved once, in pieces, into the object store), else ``["missing"]``."""
         import ray
 
-        from ha_envs.provision.images import image_exists, save_image
+        from ha_envs.sandbox.provision.images import image_exists, save_image
         from ha_envs.sandbox.daemon import docker_client
 
         key = f"image:{tag}"
@@ -154,8 +154,8 @@ class ArtifactStore:
 
         key = str(path)
         if key not in self.refs:
-            from ha_envs.provision.artifacts import pack_env
-            from ha_envs.provision.workcopy import pack_snapshot
+            from ha_envs.sandbox.provision.artifacts import pack_env
+            from ha_envs.sandbox.provision.workcopy import pack_snapshot
 
             pack = pack_snapshot if kind == "snapshot" else pack_env
             data = await asyncio.get_running_loop().run_in_executor(None, pack, path)
@@ -181,7 +181,7 @@ def start_store() -> Any | None:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from ha_envs.provision.workcopy import cache_root
+    from ha_envs.sandbox.provision.workcopy import cache_root
 
     if sum(1 for n in ray.nodes() if n.get("Alive")) < 2:
         return None
@@ -202,7 +202,7 @@ def shared_store() -> Any | None:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from ha_envs.provision.workcopy import cache_root
+    from ha_envs.sandbox.provision.workcopy import cache_root
 
     if sum(1 for n in ray.nodes() if n.get("Alive")) < 2:
         return None
@@ -227,7 +227,7 @@ def node_artifacts(task: Any, snapshot_key: str | None, store: Any | None,
 
 
 def _node_image(task: Any, store: Any | None) -> str:
-    from ha_envs.provision.images import image_exists, image_sources, load_image
+    from ha_envs.sandbox.provision.images import image_exists, image_sources, load_image
     from ha_envs.sandbox.daemon import docker_client
 
     names = image_sources(task)
@@ -254,7 +254,7 @@ def _node_image(task: Any, store: Any | None) -> str:
 
 
 def _node_snapshot(task: Any, key: str | None, store: Any | None) -> str:
-    from ha_envs.provision.workcopy import install_snapshot, prepare_snapshot, snapshot_dest, snapshot_key
+    from ha_envs.sandbox.provision.workcopy import install_snapshot, prepare_snapshot, snapshot_dest, snapshot_key
 
     key = key or snapshot_key(task)
     dest = snapshot_dest(task, key)
@@ -276,8 +276,8 @@ def _node_snapshot(task: Any, key: str | None, store: Any | None) -> str:
 
 
 def _node_env(task: Any, store: Any | None) -> str | None:
-    from ha_envs.provision.artifacts import build_env, env_dest, env_ready, install_env, pack_env
-    from ha_envs.provision.workcopy import touch
+    from ha_envs.sandbox.provision.artifacts import build_env, env_dest, env_ready, install_env, pack_env
+    from ha_envs.sandbox.provision.workcopy import touch
 
     kind_dest = env_dest(task)
     if kind_dest is None:

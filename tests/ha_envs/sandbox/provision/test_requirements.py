@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ha_envs.provision.pyenv import build_report, pyenv_python, python_env
-from ha_envs.provision.requirements import conda_to_pip, repo_requirements
-from ha_envs.provision.setup_steps import apply_steps, setup_report
-from ha_envs.provision.workcopy import prepare_snapshot
+from ha_envs.sandbox.provision.pyenv import build_report, pyenv_python, python_env
+from ha_envs.sandbox.provision.requirements import conda_to_pip, repo_requirements
+from ha_envs.sandbox.provision.setup_steps import apply_steps, setup_report
+from ha_envs.sandbox.provision.workcopy import prepare_snapshot
 from ha_envs.task import EnvironmentSpec, Task, TestSpec
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
@@ -168,7 +168,7 @@ def test_env_built_from_the_repository_requirements_names_what_pip_cannot_have(p
 
 
 def test_pypi_date_is_the_specs_or_the_one_asked_for(pylint_like, monkeypatch):
-    from ha_envs.provision.pyenv import pypi_cutoff
+    from ha_envs.sandbox.provision.pyenv import pypi_cutoff
 
     task, _, setup = pylint_like
     mirror = os.environ["HA_REPOS_DIR"] + "/pylint-dev+pylint/repo"
@@ -183,7 +183,7 @@ def test_pypi_date_is_the_specs_or_the_one_asked_for(pylint_like, monkeypatch):
     monkeypatch.setenv("HA_PYPI_CUTOFF", "2021-02-03")
     assert pypi_cutoff(t, {}) == ("2021-02-03", "HA_PYPI_CUTOFF")
     # a repository with a default of its own (sphinx's docutils) gets it unless the user says otherwise
-    from ha_envs.provision import pyenv
+    from ha_envs.sandbox.provision import pyenv
 
     assert pyenv.REPO_CUTOFF.get("sphinx-doc/sphinx") == "setup-commit"
     monkeypatch.setitem(pyenv.REPO_CUTOFF, "pylint-dev/pylint", "setup-commit")
@@ -200,7 +200,7 @@ def test_our_own_cutoff_leaves_the_test_runner_at_today():
     """A date of our own (sphinx's REPO_CUTOFF) must not give a 2020 pytest: the dataset's test ids
     come from the pytest swebench's images had (sphinx-8265: ``test_unparse[1234-1234_0]``). A spec's
     own date (SWE-bench Pro's pypi-timemachine) covers everything but the build backends."""
-    from ha_envs.provision.pyenv import cutoff_args
+    from ha_envs.sandbox.provision.pyenv import cutoff_args
 
     ours = cutoff_args("2020-10-24", {"python": "3.9"})
     assert ours[:2] == ["--exclude-newer", "2020-10-24T23:59:59Z"]

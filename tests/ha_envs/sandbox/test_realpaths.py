@@ -15,11 +15,11 @@ import pytest
 from ha_envs.grading.grader import Grader, local_sandbox_factory
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
-from ha_envs.provision.realpaths import hidden_links, links_to, real_dirs, toolchain_prefixes
+from ha_envs.sandbox.provision.realpaths import hidden_links, links_to, real_dirs, toolchain_prefixes
 from tests.conftest import require_bwrap
 from tests.ha_envs.broken_envs import runner_venv, through_link
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +99,8 @@ def test_docker_env_images_copy_a_venv_behind_a_link_where_it_is(tmp_path):
     """What ``images.env_image`` does with a task's venv: the real directory goes into the image at its
     real path (tarring the link copied a dangling link) and the link is made again there."""
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import BASE_REPO, BASE_SUITE, _building, copy_dirs_into
-    from ha_envs.provision.realpaths import venv_paths
+    from ha_envs.sandbox.provision.images import BASE_REPO, BASE_SUITE, _building, copy_dirs_into
+    from ha_envs.sandbox.provision.realpaths import venv_paths
     from tests.ha_envs.test_real_envs import require_docker
 
     require_docker()

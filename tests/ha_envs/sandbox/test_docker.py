@@ -22,7 +22,7 @@ IN_CI = bool(os.environ.get("CI"))
 @pytest.fixture(scope="module")
 def client():
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import build_base_image
+    from ha_envs.sandbox.provision.images import build_base_image
     try:
         c = docker_client(timeout=30)
     except SandboxError as exc:
@@ -162,7 +162,7 @@ def test_binary_hunks_are_graded_not_crashed(tiny_task, no_leaks):
 
 def test_crashed_runs_leftovers_are_reaped(client, tiny_task):
     import ha_envs.sandbox.docker as dk
-    from ha_envs.provision.images import BASE_REPO, BASE_SUITE
+    from ha_envs.sandbox.provision.images import BASE_REPO, BASE_SUITE
     dead = subprocess.Popen(["true"])
     dead.wait()
     import socket
@@ -268,8 +268,8 @@ def test_stdout_and_stderr_keep_their_order(box):
 
 def build_official_like(client, task, name: str, script: str, changes: list[str]) -> None:
     """Commit ``name``: the bundled base, the task's repository at /testbed, then ``script``."""
-    from ha_envs.provision.images import _tar_dir, base_tag
-    from ha_envs.provision.workcopy import prepare_snapshot
+    from ha_envs.sandbox.provision.images import _tar_dir, base_tag
+    from ha_envs.sandbox.provision.workcopy import prepare_snapshot
 
     c = client.containers.create(base_tag(), entrypoint=["sleep", "infinity"], network_mode="none",
                                  labels={"harnessadapt": "1", "harnessadapt.role": "build"})
@@ -360,7 +360,7 @@ def test_an_official_image_in_the_daemon_is_used_as_built(client, official_like,
 def test_an_official_image_that_cannot_be_had(client, tiny_task, monkeypatch):
     import dataclasses
 
-    from ha_envs.provision import images
+    from ha_envs.sandbox.provision import images
 
     name = "swebench/sweb.eval.x86_64.never_1776_there-1:latest"
     task = dataclasses.replace(tiny_task, environment=dataclasses.replace(tiny_task.environment, extra={"official_image": name}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from ha_envs.provision.workcopy import find_mirror, prepare_snapshot
+from ha_envs.sandbox.provision.workcopy import find_mirror, prepare_snapshot
 from ha_envs.task import Task, TestSpec
 
 
@@ -138,7 +138,7 @@ def test_a_packed_snapshot_installs_elsewhere_as_a_copy(tiny_task, tmp_path, mon
 
     import pytest
 
-    from ha_envs.provision.workcopy import (install_snapshot, pack_snapshot, snapshot_dest, snapshot_key,
+    from ha_envs.sandbox.provision.workcopy import (install_snapshot, pack_snapshot, snapshot_dest, snapshot_key,
                                             snapshot_origin)
     from ha_envs.task import TaskError
 

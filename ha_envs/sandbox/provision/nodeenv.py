@@ -31,7 +31,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.base import SandboxError
+from ..base import SandboxError
 from .workcopy import cache_root, make_work_copy, mark_built, prepare_snapshot, touch
 
 NODE_ENV_FORMAT = 2

@@ -12,7 +12,7 @@ from ha_envs.grading.grader import Grader
 from ha_envs.task import Task
 from ha_envs.validate import ValidationResult, validate_task
 
-from .ray_cluster import group_resources, init_ray
+from .ray_start import group_resources, init_ray
 
 log = logging.getLogger(__name__)
 

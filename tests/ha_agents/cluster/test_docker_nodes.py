@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ha_agents.runs.ray_cluster import SLOTS, init_ray
+from ha_agents.cluster.ray_start import SLOTS, init_ray
 from ha_agents.runs.rollouts import collect
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox.base import SandboxError
@@ -94,9 +94,9 @@ def test_an_image_moves_from_the_drivers_daemon_to_a_nodes_own(second_daemon, mo
     it; a damaged stream is never loaded; an image the driver lacks is reported missing."""
     import ray
 
-    from ha_agents.runs import artifact_store
-    from ha_agents.runs.artifact_store import ArtifactStore
-    from ha_envs.provision.images import load_image, save_image
+    from ha_agents.cluster import artifact_store
+    from ha_agents.cluster.artifact_store import ArtifactStore
+    from ha_envs.sandbox.provision.images import load_image, save_image
 
     if Path("/sys/class/net").is_dir():  # the first daemon's bridge survived the second's start
         assert (Path("/sys/class/net") / "docker0").exists() or not _had_bridge()
@@ -174,12 +174,12 @@ def _docker_config():
     return EpisodeConfig.create("h0", sandbox="docker")
 
 
-def _flaky_daemon_group(task, samples, model, config, skill, artifacts=None):  # noqa: ANN001 - rollouts._group's signature
+def _flaky_daemon_group(task, samples, model, config, skill, artifacts=None):  # noqa: ANN001 - cluster.groups.run_group's signature
     """A group on a node whose daemon is gone for the first ``model`` (``flaky:DIR:N``) groups placed
     there (a counter file per run): handed back unstarted; afterwards it answers again."""
     import ray
 
-    from ha_agents.runs.rollouts import DRAIN
+    from ha_agents.cluster.groups import DRAIN
 
     _, where, n = model.split(":")
     node = ray.get_runtime_context().get_node_id()
@@ -200,7 +200,7 @@ def test_a_drained_node_is_tried_again_and_a_run_with_no_daemon_anywhere_ends(tm
     import ray
 
     from ha_agents.episode import EpisodeConfig
-    from ha_agents.runs.rollouts import HANDBACKS, _collect_ray
+    from ha_agents.cluster.groups import HANDBACKS, collect_on_ray
 
     monkeypatch.setenv("HA_DRAIN_RETRY_S", "0.5")
     ts = load_suite("mini")[:3]
@@ -212,7 +212,7 @@ def test_a_drained_node_is_tried_again_and_a_run_with_no_daemon_anywhere_ends(tm
             where.mkdir()
             got: list[dict] = []
             with caplog.at_level(logging.WARNING):
-                _collect_ray(todo, f"flaky:{where}:{n}", EpisodeConfig.of("h0"), 4, got.append, {},
+                collect_on_ray(todo, f"flaky:{where}:{n}", EpisodeConfig.of("h0"), 4, got.append, {},
                              group_fn=_flaky_daemon_group, store=None)
             assert sorted((r["instance_id"], r["run"]) for r in got) == sorted((t.instance_id, k) for t, k in todo)
             assert all(bool(r["mask_sample"]) == masked for r in got), [r.get("error") for r in got]

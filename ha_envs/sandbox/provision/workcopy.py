@@ -26,10 +26,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..task import Task, TaskError
-from ..sandbox.base import PatchError, SandboxError
+from ...task import Task, TaskError
+from ..base import PatchError, SandboxError
 from .setup_steps import apply_steps, pre_install_steps
-from ..sandbox.shell import ansi_c_quote
+from ..shell import ansi_c_quote
 
 log = logging.getLogger(__name__)
 

@@ -363,7 +363,7 @@ def test_a_relative_cache_directory_is_taken_from_the_working_directory(tmp_path
     is graded resolved (a relative cache once made every diff fail, graded as the agent's 0)."""
     from ha_agents.episode import run_episode
     from ha_envs.loaders import load_suite
-    from ha_envs.provision.workcopy import cache_root
+    from ha_envs.sandbox.provision.workcopy import cache_root
 
     require_bwrap()
     monkeypatch.chdir(tmp_path)

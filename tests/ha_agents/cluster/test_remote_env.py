@@ -10,6 +10,7 @@ import pytest
 
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import SandboxError
+from ha_envs.termination import Termination
 
 ray = __import__("ray") if os.environ.get("CI") else pytest.importorskip("ray")
 
@@ -27,9 +28,9 @@ def test_ha_eval_runs_each_env_on_the_sandbox_node(tmp_path, monkeypatch):
     which got the driver's snapshot from its artifact store; the oracle's episodes are graded resolved; the records say where."""
     from ray.cluster_utils import Cluster
 
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
     from ha_cli.main import main as ha
-    from ha_envs.provision.workcopy import snapshot_origin
+    from ha_envs.sandbox.provision.workcopy import snapshot_origin
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
@@ -51,12 +52,12 @@ def test_ha_eval_runs_each_env_on_the_sandbox_node(tmp_path, monkeypatch):
 
 
 def test_a_lost_env_actor_is_a_masked_infrastructure_fault():
-    """The actor killed mid-episode: the next step ends the episode masked (sandbox_error, reward
+    """The actor killed mid-episode: the next step ends the episode masked (env_lost, reward
     0) and so does every later call; an env whose actor is gone before reset raises SandboxError,
     as a sandbox that cannot start does; an episode through run_episode is a masked record."""
     from ha_agents.episode import EpisodeConfig, run_episode
-    from ha_agents.runs.ray_cluster import init_ray
-    from ha_agents.runs.remote_env import RemoteEnv
+    from ha_agents.cluster.ray_start import init_ray
+    from ha_agents.cluster.remote_env import RemoteEnv
 
     init_ray(address="local", num_cpus=2)
     try:
@@ -68,7 +69,7 @@ def test_a_lost_env_actor_is_a_masked_infrastructure_fault():
         ray.kill(env._actor, no_restart=True)
         obs, reward, term, trunc, info = env.step({"content": "```bash\nls\n```"})
         assert (obs, reward, term, trunc) == ([], 0.0, True, False)
-        assert info["termination"] == "sandbox_error" and info["mask_sample"] and "actor was lost" in info["error"]
+        assert info["termination"] is Termination.ENV_LOST and info["mask_sample"] and "actor was lost" in info["error"]
         assert env.end("context_limit")[4]["mask_sample"]
         env.close()  # nothing left to close: no error
 
@@ -104,7 +105,7 @@ class _KillsItsEnvOnce:
         if not self.killed:
             import gc
 
-            from ha_agents.runs.remote_env import RemoteEnv
+            from ha_agents.cluster.remote_env import RemoteEnv
 
             for env in [o for o in gc.get_objects() if isinstance(o, RemoteEnv)]:
                 if env._lost is None:
@@ -117,7 +118,7 @@ def test_an_episode_whose_remote_env_is_lost_runs_once_more(tmp_path):
     """collect() with remote envs: the env's actor killed during the episode; the episode runs once
     more with the same seed on a new env and is recorded once, resolved, with the second attempt noted."""
     from ha_agents.episode import EpisodeConfig
-    from ha_agents.runs.ray_cluster import init_ray
+    from ha_agents.cluster.ray_start import init_ray
     from ha_agents.runs.rollouts import collect
 
     init_ray(address="local", num_cpus=2)

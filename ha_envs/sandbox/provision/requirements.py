@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..sandbox.base import SandboxError
+from ..base import SandboxError
 from .workcopy import find_mirror, prepare_snapshot
 
 EXCLUDED = ("-e .", "#", ".[test")

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..task import TaskError
+from ...task import TaskError
 from .nodeenv import node_env, node_env_dest
 from .pyenv import _fix_paths, python_env, python_env_dest
 

@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.base import SandboxError
+from ..base import SandboxError
 from .requirements import repo_requirements
 from .workcopy import FORMAT_FILE, cache_root, mark_built, prepare_snapshot, touch
 

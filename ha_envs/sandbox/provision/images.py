@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..sandbox.base import SandboxError
-from ..sandbox.daemon import LABEL, owner, retrying
+from ..base import SandboxError
+from ..daemon import LABEL, owner, retrying
 from .realpaths import real_dirs, venv_paths
 from .workcopy import Snapshot, prepare_snapshot
 

@@ -18,7 +18,7 @@ from ha_envs.sandbox import SandboxError
 from ha_envs.sandbox import netns
 from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
 
-from ..conftest import require_bwrap, require_tool
+from tests.conftest import require_bwrap, require_tool
 
 BIND = ("python3 -c \"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(1); "
         "print('BOUND', flush=True); time.sleep({hold})\"")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ha_agents.runs.ray_cluster import init_ray
+from ha_agents.cluster.ray_start import init_ray
 
 RAY = Path(sys.executable).with_name("ray")
 
