@@ -53,7 +53,7 @@ def _move(data: bytes) -> bytes:
 
 
 def bench_snapshot(task) -> dict:  # noqa: ANN001
-    from ha_envs.provision.workcopy import install_snapshot, pack_snapshot, prepare_snapshot, snapshot_key
+    from ha_envs.sandbox.provision.workcopy import install_snapshot, pack_snapshot, prepare_snapshot, snapshot_key
 
     driver = _fresh_cache("driver")
     t0 = time.monotonic()
@@ -73,7 +73,7 @@ def bench_snapshot(task) -> dict:  # noqa: ANN001
 
 def _cold_build(task) -> float:  # noqa: ANN001
     """The environment built in a fresh cache with empty package-download caches (a new node's)."""
-    from ha_envs.provision.pyenv import python_env
+    from ha_envs.sandbox.provision.pyenv import python_env
 
     driver = os.environ["HA_CACHE_DIR"]
     root = _fresh_cache("cold")
@@ -94,8 +94,8 @@ def _cold_build(task) -> float:  # noqa: ANN001
 
 def bench_env(task) -> dict:  # noqa: ANN001
     from ha_envs.grading.grader import Grader
-    from ha_envs.provision.artifacts import env_dest, install_env, pack_env
-    from ha_envs.provision.pyenv import python_env
+    from ha_envs.sandbox.provision.artifacts import env_dest, install_env, pack_env
+    from ha_envs.sandbox.provision.pyenv import python_env
 
     driver = Path(os.environ["HA_CACHE_DIR"])  # holds the snapshot: not part of the environment's time
     cold = _cold_build(task)
@@ -127,7 +127,7 @@ def bench_env(task) -> dict:  # noqa: ANN001
 
 
 def bench_image() -> dict:
-    from ha_envs.provision.images import base_tag, build_base_image, load_image, save_image
+    from ha_envs.sandbox.provision.images import base_tag, build_base_image, load_image, save_image
     from ha_envs.sandbox.daemon import docker_client
 
     tag = base_tag()
@@ -184,7 +184,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.repos:
         os.environ["HA_REPOS_DIR"] = args.repos
-    from ha_agents.runs.ray_cluster import init_ray
+    from ha_agents.cluster.ray_start import init_ray
     from ha_envs.swe_datasets import load_benchmark
 
     task = next((t for t in load_benchmark(args.benchmark, args.source) if t.instance_id == args.instance), None)

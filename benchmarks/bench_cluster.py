@@ -1,6 +1,6 @@
 """Rollouts on Ray at scale: what the driver costs per episode, and real episodes on 1 / 2 / 3 nodes.
 
-(a) **Driver cost.** ``ha_agents.runs.rollouts._collect_ray`` (the loop behind ``collect(...,
+(a) **Driver cost.** ``ha_agents.cluster.groups.collect_on_ray`` (the loop behind ``collect(...,
 executor="ray")``, ``ha eval --executor ray`` and the local trainer on Ray) is driven with no-op
 groups: each member holds its slot for ``--hold`` seconds and returns a record of ``--record-kb``
 KiB (a real episode's record with its trajectory is 10-60 KiB), so ``--in-flight`` episodes really
@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def noop_group(task, samples, model, config, skill, artifacts=None):  # noqa: ANN001 - the signature of rollouts._group
+def noop_group(task, samples, model, config, skill, artifacts=None):  # noqa: ANN001 - the signature of cluster.groups.run_group
     """A group whose members hold a slot ``hold`` seconds each (side by side) and return a record of
     ``kib`` KiB; ``model`` carries ``noop:HOLD:KIB``."""
     import ray
@@ -62,8 +62,8 @@ def driver_cost(args: argparse.Namespace) -> list[dict]:
 
     from ha_agents.episode import EpisodeConfig
     from ha_agents.records.log import JsonlLog
-    from ha_agents.runs.ray_cluster import SLOTS
-    from ha_agents.runs.rollouts import _collect_ray
+    from ha_agents.cluster.ray_start import SLOTS
+    from ha_agents.cluster.groups import collect_on_ray
     from ha_envs.loaders import load_suite
 
     base = load_suite("mini")[0]
@@ -81,7 +81,7 @@ def driver_cost(args: argparse.Namespace) -> list[dict]:
             with tempfile.TemporaryDirectory() as d:
                 logf = JsonlLog(Path(d) / "trajectories.jsonl")
                 t0, c0, m0 = time.perf_counter(), time.process_time(), cpu_total()
-                _collect_ray(todo, model, config, in_flight, logf.append, {}, group_fn=noop_group, store=None)
+                collect_on_ray(todo, model, config, in_flight, logf.append, {}, group_fn=noop_group, store=None)
                 wall, cpu, machine = time.perf_counter() - t0, time.process_time() - c0, cpu_total() - m0
                 lines = len((Path(d) / "trajectories.jsonl").read_text().splitlines())
             assert lines == len(todo), (lines, len(todo))
@@ -101,7 +101,7 @@ def over_nodes(args: argparse.Namespace) -> list[dict]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
     from ha_agents.runs.rollouts import collect
     from ha_envs.loaders import load_suite
 
@@ -132,7 +132,7 @@ def over_nodes(args: argparse.Namespace) -> list[dict]:
         per_node: dict[str, int] = {}
         for r in recs:
             per_node[r.get("node") or "?"] = per_node.get(r.get("node") or "?", 0) + 1
-        from ha_envs.provision.workcopy import snapshot_origin
+        from ha_envs.sandbox.provision.workcopy import snapshot_origin
 
         snapshots = [[snapshot_origin(p) for p in (c / "snapshots").iterdir() if not p.name.startswith(".")]
                      if (c / "snapshots").is_dir() else [] for c in caches]

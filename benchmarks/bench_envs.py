@@ -53,8 +53,8 @@ def main() -> int:
     if args.repos:
         os.environ["HA_REPOS_DIR"] = args.repos
     from ha_envs.swe_datasets import load_benchmark
-    from ha_envs.provision.pyenv import python_env
-    from ha_envs.provision.workcopy import cache_root, prepare_snapshot
+    from ha_envs.sandbox.provision.pyenv import python_env
+    from ha_envs.sandbox.provision.workcopy import cache_root, prepare_snapshot
 
     tasks = sorted((t for t in load_benchmark(args.benchmark)
                     if t.repo == args.repo and str(t.metadata.get("version")) == args.version),

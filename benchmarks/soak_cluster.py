@@ -163,7 +163,7 @@ def main() -> None:
     from ray.cluster_utils import Cluster
 
     from ha_agents.episode import EpisodeConfig
-    from ha_agents.runs.ray_cluster import SLOTS
+    from ha_agents.cluster.ray_start import SLOTS
     from ha_agents.runs.rollouts import collect
     from ha_envs.loaders import load_suite
 

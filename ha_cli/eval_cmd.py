@@ -74,11 +74,11 @@ def _claim_out(args: argparse.Namespace, identity) -> Path:
 
 def _masked_and_pass(out: Path, tasks: list, runs: int) -> tuple[int, float, int]:
     """(masked, mean pass@1, masked episodes to retry) of the run in ``out`` before a retry."""
-    from ha_agents.records.log import read_jsonl
+    from ha_agents.records.episode_record import read_episodes
     from ha_agents.runs.evaluate import summarize
     from ha_agents.runs.retry import masked_episodes
 
-    records = read_jsonl(out / "trajectories.jsonl")
+    records = read_episodes(out / "trajectories.jsonl")
     ids = [t.instance_id for t in tasks]
     s = summarize(records, ids, runs, "", "")
     return s.masked, s.mean_pass_at_1, sum(map(masked_episodes(ids, runs), records))

@@ -14,7 +14,7 @@ from ha_cli.selection import select_tasks as _tasks
 
 def cmd_images_build(args: argparse.Namespace) -> int:
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import build_base_image, snapshot_image
+    from ha_envs.sandbox.provision.images import build_base_image, snapshot_image
 
     client = docker_client()
     print(f"base image: {build_base_image(client, log=sys.stderr.buffer)}", flush=True)
@@ -35,9 +35,9 @@ def _print_images(verb: str, removed: list[dict], kept: list[dict]) -> None:
 
 
 def cmd_images_prune(args: argparse.Namespace) -> int:
-    from ha_envs.provision.cache import human
+    from ha_envs.sandbox.provision.cache import human
     from ha_envs.sandbox.docker import docker_client
-    from ha_envs.provision.images import prune_images
+    from ha_envs.sandbox.provision.images import prune_images
 
     removed, kept = prune_images(docker_client(), dry_run=args.dry_run)
     if args.json:
@@ -51,7 +51,7 @@ def cmd_images_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_cache_list(args: argparse.Namespace) -> int:
-    from ha_envs.provision.cache import human, scan
+    from ha_envs.sandbox.provision.cache import human, scan
 
     entries = scan(Path(args.cache_dir) if args.cache_dir else None)
     if args.json:
@@ -71,7 +71,7 @@ def cmd_cache_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cache_prune(args: argparse.Namespace) -> int:
-    from ha_envs.provision.cache import human, prune
+    from ha_envs.sandbox.provision.cache import human, prune
 
     if not (args.stale or args.partial or args.unused_days is not None or args.max_gb is not None):
         raise ValueError("say what to prune: --stale, --partial, --unused-days D and/or --max-gb G")
@@ -85,7 +85,7 @@ def cmd_cache_prune(args: argparse.Namespace) -> int:
                 max_bytes=None if args.max_gb is None else int(args.max_gb * 1024 ** 3), dry_run=args.dry_run)
     images: tuple[list[dict], list[dict]] = ([], [])
     if client is not None:
-        from ha_envs.provision.images import prune_images
+        from ha_envs.sandbox.provision.images import prune_images
 
         images = prune_images(client, dry_run=args.dry_run, gone=tuple(e.path for e in res.removed))
     if args.json:

@@ -66,7 +66,7 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
     try:
         if args.executor == "ray":
-            from ha_agents.runs.ray_validate import validate_on_ray
+            from ha_agents.cluster.validate import validate_on_ray
 
             validate_on_ray(todo, Grader(factory), workers=args.workers, retries=args.retries, on_result=record)
         else:
