@@ -171,7 +171,7 @@ def test_a_test_run_killed_from_outside_is_graded_again(tiny_task):
     import uuid
 
     from tests.conftest import require_bwrap
-    from tests.ha_envs.test_sandbox_local import _kill_bwrap_running
+    from tests.ha_envs.sandbox.test_local import _kill_bwrap_running
 
     require_bwrap()
     task = _slow_start(tiny_task, "tiny__slow_start")

@@ -197,7 +197,7 @@ def test_a_skipped_p2p_fails_under_scales_rule(tiny_task, tmp_path):
 
 
 def test_docker_grades_pro_at_app(tiny_task, tmp_path):
-    from tests.ha_envs.test_sandbox_docker import IN_CI
+    from tests.ha_envs.sandbox.test_docker import IN_CI
 
     from ha_envs.sandbox.docker import docker_client
     try:
