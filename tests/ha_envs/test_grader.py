@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from ha_envs.grading import Grader, GradingError, get_parser
-from ha_envs.grading.grader import filter_patch, split_patch
+from ha_envs.grading.patch_rules import filter_patch
+from ha_envs.grading.patchfile import split_patch
 from ha_envs.task import patch_paths
 
 PYTEST_LOG = """\
@@ -171,7 +172,7 @@ def test_a_test_run_killed_from_outside_is_graded_again(tiny_task):
     import uuid
 
     from tests.conftest import require_bwrap
-    from tests.ha_envs.test_sandbox_local import _kill_bwrap_running
+    from tests.ha_envs.sandbox.test_local import _kill_bwrap_running
 
     require_bwrap()
     task = _slow_start(tiny_task, "tiny__slow_start")
