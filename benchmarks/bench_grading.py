@@ -34,7 +34,7 @@ from ha_envs.grading.grader import Grader
 kind, names = sys.argv[1], sys.argv[2].split(",")
 extra = {"canaries": sys.argv[3] == "on"} if len(sys.argv) > 3 else {}
 if kind == "docker":
-    from ha_envs.grading.grader import docker_sandbox_factory
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
     grader = Grader(docker_sandbox_factory(), **extra)
 else:
     grader = Grader(**extra)

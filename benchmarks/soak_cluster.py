@@ -131,7 +131,8 @@ def fill_replay(path: Path, tasks) -> str:
 
 def regrade(records: list[dict], tasks: dict, sandbox: str) -> dict[tuple[str, str], bool]:
     """Each distinct (task, patch) graded again on the quiet machine."""
-    from ha_envs.grading.grader import Grader, docker_sandbox_factory
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
 
     grader = Grader(docker_sandbox_factory()) if sandbox == "docker" else Grader()
     out: dict[tuple[str, str], bool] = {}

@@ -30,7 +30,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
         print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
     options = model_options(args)
-    from ha_envs.grading.grader import shared_loopback_note
+    from ha_envs.grading.sandboxes import shared_loopback_note
 
     note = shared_loopback_note(args.sandbox, args.workers, tasks)
     if note:
@@ -95,7 +95,8 @@ def _graded(out: Path, tasks: list, predictions: dict) -> tuple[int, float]:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from ha_agents.runs.grade import grade_predictions, load_predictions
-    from ha_envs.grading.grader import Grader, shared_loopback_note
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import shared_loopback_note
 
     predictions = load_predictions(args.predictions)
     tasks = _tasks(args)
@@ -108,7 +109,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"ha grade: {note}", file=sys.stderr)
     factory = None
     if args.sandbox == "docker":
-        from ha_envs.grading.grader import docker_sandbox_factory
+        from ha_envs.grading.sandboxes import docker_sandbox_factory
 
         factory = docker_sandbox_factory()
     grader = Grader(factory, verdict_rules=args.verdict_rules)

@@ -28,7 +28,8 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
-    from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory, shared_loopback_note
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory, shared_loopback_note
     from ha_envs.validate import read_results, stratified_sample, summary_markdown, validate_tasks
 
     if args.retries < 0:

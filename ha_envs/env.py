@@ -21,7 +21,8 @@ from typing import Any, Callable, Sequence, TypedDict
 import gymnasium as gym
 
 from .actions import H0_TOOLS, FormatError, ToolCall, parse_h0_action
-from .grading.grader import GradeReport, Grader, GradingError, ungradable
+from .grading.grader import Grader
+from .grading.report import GradeReport, GradingError, ungradable
 from .grading.hidden import hidden_names_in
 from .loaders import load_suite
 from .messages import AssistantMessageSpace, MessageListSpace, message
@@ -165,7 +166,7 @@ class RepairEnv(gym.Env):
         self._sandbox_options = dict(sandbox_options or {})
         self._sandbox_options.setdefault("command_timeout_s", command_timeout_s)
         if grader is None and sandbox == "docker":
-            from .grading.grader import docker_sandbox_factory
+            from .grading.sandboxes import docker_sandbox_factory
             from .sandbox.docker import DockerSandboxConfig
 
             opts = {k: v for k, v in self._sandbox_options.items() if k in DockerSandboxConfig.__dataclass_fields__}

@@ -36,8 +36,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .grading.grader import EnvironmentFault
-from .grading.grader import NETWORK_SIGNS, Grader, GradeReport, GradingError
+from .grading.report import EnvironmentFault
+from .grading.grader import Grader
+from .grading.report import GradeReport, GradingError
+from .grading.sandboxes import NETWORK_SIGNS
 from .grading.log_parsers import PASSED, SKIPPED, XFAIL
 from .sandbox.base import SandboxError
 from .task import Task

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ha_envs.grading.grader import GradeReport, Grader, GradingError
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.report import GradeReport, GradingError
 from ha_envs.sandbox import live
 from ha_envs.task import Task
 

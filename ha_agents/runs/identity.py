@@ -238,7 +238,7 @@ def claim(out: Path | str, identity: RunIdentity, *, new_out: bool = False) -> P
 
 def command_identity(command: str, fields: Mapping[str, Any], tasks: list[Any], runs: int = 0) -> RunIdentity:
     """An identity of ``fields`` with the grader and library versions, over ``tasks``' fingerprints."""
-    from ha_envs.grading.grader import GRADER_VERSION
+    from ha_envs.grading.report import GRADER_VERSION
 
     return RunIdentity(command, {**fields, "grader_version": GRADER_VERSION, "library_version": library_version()},
                        {t.instance_id: t.fingerprint() for t in tasks}, runs)
@@ -277,7 +277,7 @@ def display_name(model: Any) -> str:
 def grade_identity(tasks: list[Any], predictions: Mapping[str, Mapping[str, Any]], *, sandbox: str,
                    verdict_rules: str) -> RunIdentity:
     """The identity of an ``ha grade`` run: each graded instance's task and patch, the rules, the grader."""
-    from ha_envs.grading.grader import GRADER_VERSION
+    from ha_envs.grading.report import GRADER_VERSION
 
     items = {t.instance_id: digest([t.fingerprint(), predictions[t.instance_id].get("model_patch") or ""])
              for t in tasks if t.instance_id in predictions}

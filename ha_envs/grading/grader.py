@@ -19,7 +19,6 @@ away; the bundled suite and local tasks by our stricter rule; Pro by Scale's; R2
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import hashlib
 import json
 import re
@@ -27,243 +26,32 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..sandbox.base import Sandbox, SandboxError
-from ..sandbox.local import LocalSandbox, LocalSandboxConfig
-from ..sandbox.netns import available as netns_available
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
-from ..task import REAL_BENCHMARKS, Task
+from ..task import Task
 from . import canaries as canary_tests
 from . import faults
 from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
-from .patchfile import section_paths, split_patch, unsafe_path
+from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
-from .protect import test_dir_of
 from .runners import Evidence, _simple, changed_tests, guards_for, watch_record
-from .screen import screen
-from .verdicts import RULES, rules_for, task_verdict
+from .verdicts import RULES
+from .copy_scripts import (GRADE_DIR, applied_paths, apply_error, apply_script, ignored_one_by_one, ignored_script,
+                           install_hidden, joined, parse_hashes, patch_file_bytes, put_files, test_hashes_script,
+                           workdir_command)
+from .patch_rules import MAX_PATCH_PATHS, filter_patch, flag_patch
+from .report import (GRADER_VERSION, EnvironmentFault, GradeReport, GradingError, PatchRefused, decide,
+                     ungradable)
+from .sandboxes import SandboxFactory, local_sandbox_factory, network_errors
 
-GRADER_VERSION = "ha-grader/10"  # 10: the running test unnamed in the environment; the watch sees frame walks
-# 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
-# 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
-# 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
-# 5: a task's build steps (swebench's `build`) run before its tests, their output unread; build_failed;
-#    new files the base ignores (build outputs) dropped from the patch
-# 6: hidden canary tests per grading, exit status against the verdicts (verdict_tampered); patch screen
-# 7: canaries through widened name filters and Pro's run scripts, sympy's last line read, module-level
-#    under pytest; a file that fails to collect is not a fault; a timeout wrapper's 124 is not the runner's
-# 8: a test run whose sandbox shell was SIGKILLed is graded again, twice killed is a GradingError (masked)
-# 9: no grader file left in the grading copy while the tests run; a timed-out run never resolves (masked
-#    only when the base times out too); the base's start and timeout checks in a fresh copy; patches over
-#    MAX_PATCH_PATHS paths or whose ignore check fails are patch_refused; the watch (Python under pytest)
-#    compared with the gold patch's run
 LOG_HEAD, LOG_TAIL = 2 << 20, 6 << 20
-
-
-class GradingError(RuntimeError):
-    """Grading itself failed (the task's test patch does not apply, the sandbox broke, ...).
-
-    The agent is not to blame: the env ends the episode with ``grading_error`` and masks it."""
-
-
-class PatchRefused(Exception):
-    """A step whose only input is the agent's patch failed or ran out of time (checking its paths
-    against the ignore rules, too many paths to take): the patch's fault. Graded ``patch_refused``,
-    reward 0, never masked (a masked rollout would drop out of its GRPO group: a policy that learns
-    to cause one loses no negative signal)."""
-
-
-MAX_PATCH_PATHS = 2000
-"""Most distinct paths a graded patch may touch. Bytes are capped too (``Grader.patch_bytes``), but
-empty new files change no byte: 200,000 of them once made the per-path checks run out of time (a
-``GradingError``, masked). A SWE-bench gold patch touches a handful; a patch over the cap is
-``patch_refused``."""
-
-
-class EnvironmentFault(GradingError):
-    """The tests could not start, with the patch and at base alike: the environment's fault.
-    ``report`` is the grade (status ``environment_fault``), ``failure`` the base's start failure."""
-
-    def __init__(self, message: str, report: GradeReport, failure: faults.StartFailure) -> None:
-        super().__init__(message)
-        self.report, self.failure = report, failure
-
-    @property
-    def kind(self) -> str:
-        return self.failure.kind
-
-
-@dataclass
-class GradeReport:
-    instance_id: str
-    status: str
-    """``resolved``, ``unresolved``, ``patch_failed``, ``patch_too_large``, ``diff_failed`` (the work
-    copy could not be diffed), ``build_failed`` (the task's build steps failed with the patch in, so
-    no test ran), ``tests_timed_out``, ``tests_tampered`` (the runner's own record contradicts the
-    log) or ``verdict_tampered`` (the hidden canary tests came out wrong, or the exit status contradicts
-    the parsed verdicts: ``canaries.py``, ``consistency.py``)."""
-    resolved: bool
-    fail_to_pass: dict[str, str] = field(default_factory=dict)
-    pass_to_pass: dict[str, str] = field(default_factory=dict)
-    dropped_paths: list[str] = field(default_factory=list)
-    """Paths whose edits were removed from the patch before grading (hidden tests, protected)."""
-    restored_paths: list[str] = field(default_factory=list)
-    """Paths the patch changed that the grader took from the base again (tests, runner files)."""
-    flags: list[str] = field(default_factory=list)
-    """Why the result is suspicious, by name: ``touches_test_infrastructure``, ``unsafe_paths``,
-    ``runner_internals_in_patch``, ``test_log_inconsistent``, ``patch_too_large``, ``f2p_not_passed``
-    (swebench's rule counted a FAIL_TO_PASS test that did not pass, e.g. XFAIL),
-    ``ignored_files_in_patch`` (new files the base's ignore rules ignore, dropped: build outputs),
-    ``verdict_tampered`` (canaries or exit status), ``suspicious`` (the patch reaches into the runner's
-    machinery, ``screen.py``: a signal only, no reward change); the env adds
-    ``hidden_test_names_in_actions``. A trainer or a user can filter on them."""
-    suspicion: list[str] = field(default_factory=list)
-    """The same, in words, with the paths and names involved."""
-    tampering: list[str] = field(default_factory=list)
-    """Why the test log was not believed (``tests_tampered``)."""
-    applied_with: str = ""
-    error: str = ""
-    fault: str = ""
-    """Why the tests could not start, with the patch and at base alike (``faults.KINDS``; status
-    ``environment_fault``, raised as ``EnvironmentFault``, masked); empty otherwise."""
-    log_tail: str = ""
-    duration_s: float = 0.0
-    grader_version: str = GRADER_VERSION
-    verdict_rules: str = ""
-    """The rule that decided and its source (``verdicts.py``): ``swebench 4.1.0 (pass_and_fail)``,
-    ``harnessadapt``, ``pro``, ``r2e``; empty when no test ran."""
-    tests_status: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    """The rule's split, in swebench's layout: ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]},
-    "PASS_TO_PASS": {...}}``."""
-    overruled: str = ""
-    """Why a resolution that swebench's rule granted was taken away by our guards (``verdicts.py``)."""
-    network_errors: list[str] = field(default_factory=list)
-    """Up to five distinct lines of the whole test log that show a test reaching for the network
-    (name resolution, refused or unreachable connections): why a failure may be the machine's."""
-    canaries: dict[str, int] = field(default_factory=dict)
-    """How the hidden canary tests of this grading came out, as counts only (their names never
-    leave the grader): ``files``, ``planted``, ``must_fail``, ``reported`` (found in the runner's
-    report), ``as_planted`` (failed or passed as they must); empty when none were planted."""
-
-    network_excluded: list[str] = field(default_factory=list)
-    """PASS_TO_PASS tests left out of the verdict because they need a network this machine lacks:
-    they failed with the patch in, the log shows network errors, and the base's run in a fresh copy
-    fails them too with network errors (``Grader._exclude_network``). Empty when none were."""
-    watch: list[str] | None = None
-    """What the code under test was seen doing while the hidden tests ran, by kind (the watch:
-    ``guards/ha_pytest_guard.py``); None when the run was not watched (a runner without a watch, or
-    Python before 3.8)."""
-    watch_reference: list[str] | None = None
-    """The gold patch's run of the same task, seen the same way: compared with ``watch`` when the
-    run would resolve and the watch saw anything (kinds the gold run lacks -> ``verdict_tampered``)."""
-
-    killed = False  # not a field: whether this grading's sandbox shell was SIGKILLed with the test run
-
-    def flag(self, name: str, why: str) -> None:
-        if name not in self.flags:
-            self.flags.append(name)
-        self.suspicion.append(why)
-
-    @property
-    def suspicious(self) -> bool:
-        return bool(self.flags)
-
-    @property
-    def reward(self) -> float:
-        """1.0 for a resolved task whose FAIL_TO_PASS tests all really PASSED. ``resolved`` follows the
-        chosen verdict rules (swebench's count an XFAIL as a pass, for parity with the official
-        harness), but the code under test can call ``pytest.xfail()`` itself: a training signal must
-        not pay for that, so a grade flagged ``f2p_not_passed`` earns nothing."""
-        return 1.0 if self.resolved and "f2p_not_passed" not in self.flags else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-SandboxFactory = Callable[[Snapshot | None, Path | None, Task], Sandbox]
-"""(snapshot, grading root holding the prepared ``testbed`` copy, task) -> a fresh sandbox on it.
-A factory marked ``in_place`` (Docker) gets (None, None, task): its sandbox starts from the task's
-snapshot image and the grader prepares the copy inside it."""
-
-
-NETWORK_SIGNS = re.compile(
-    r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
-    r"Failed to establish a new connection|Max retries exceeded with url|NewConnectionError|ConnectTimeout|"
-    r"socket\.gaierror|getaddrinfo failed|urlopen error|Could not resolve host|nodename nor servname|"
-    r"No route to host|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|"
-    # requests' connect-timeout tests dial a non-routable address and expect a timeout; without a
-    # route out the connection fails at once instead
-    r"connect\(\) request should time out")
-
-
-def network_errors(log: str, limit: int = 5) -> list[str]:
-    found: list[str] = []
-    for line in log.splitlines():
-        if NETWORK_SIGNS.search(line):
-            line = line.strip()[:300]
-            if line not in found:
-                found.append(line)
-                if len(found) == limit:
-                    break
-    return found
-
-
-def tests_need_network(task: Task | None) -> bool:
-    """Real-benchmark tests (a benchmark's row, or a task with a real environment spec) run with
-    network, as the official harnesses run them (some PASS_TO_PASS tests open connections); the
-    agent's own sandbox stays offline either way."""
-    return task is not None and (task.benchmark in REAL_BENCHMARKS or bool((task.environment.extra or {}).get("specs")))
-
-
-def shared_loopback_note(sandbox: str, workers: int, tasks: list[Task], network: bool | None = None,
-                         private_network: bool | None = None) -> str | None:
-    """What to tell a user who grades ``tasks`` with network in the local sandbox, ``workers`` at a
-    time, where the local sandbox has to grade in the host's network namespace (no slirp4netns:
-    ``sandbox/netns.py``; ``private_network`` None reads whether it is installed). None when that
-    is not so. There concurrent gradings share one loopback and test suites that bind a fixed port
-    collide (redis, ``benchmarks/VALIDATION.md``)."""
-    if sandbox != "local" or workers < 2 or network is False or not any(network or tests_need_network(t) for t in tasks):
-        return None
-    if private_network if private_network is not None else netns_available():
-        return None
-    return (f"note: slirp4netns is not installed, so the local sandbox grades with network in the host's network "
-            f"namespace and {workers} concurrent gradings share one loopback: test suites that bind a fixed port "
-            "collide (their failures come out flaky; redis in benchmarks/VALIDATION.md). Install slirp4netns, or "
-            "use --workers 1, --network off or --sandbox docker for such suites")
-
-
-def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: bool | None = None) -> SandboxFactory:
-    """``network``: None gives the tests network as the official harnesses do (``tests_need_network``);
-    True or False, always or never."""
-    def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
-        cfg = config or LocalSandboxConfig()
-        if network if network is not None else tests_need_network(task):
-            cfg = dataclasses.replace(cfg, network=True)
-        # Given the task, the sandbox also finds the task's Python environment (real instances).
-        return LocalSandbox(task, config=cfg, snapshot=snapshot, work_root=root)
-    return make
-
-
-def docker_sandbox_factory(config: Any = None, network: bool | None = None) -> SandboxFactory:
-    """Grades in a fresh container of the task's snapshot image (never the agent's container): the
-    patch and the hidden tests are applied inside it (``Grader._run``), so an official image's work
-    copy is graded as built."""
-    def make(snapshot: Snapshot | None, root: Path | None, task: Task | None = None) -> Sandbox:
-        from ..sandbox.docker import DockerSandbox, DockerSandboxConfig
-
-        cfg = config or DockerSandboxConfig()
-        return DockerSandbox(task, DockerSandboxConfig(**{**cfg.__dict__, "warm": 0,
-                                                          "network": network if network is not None else
-                                                          cfg.network or tests_need_network(task)}),
-                             role="grader")
-    make.in_place = True  # type: ignore[attr-defined]
-    return make
 
 
 @dataclass(frozen=True)
@@ -357,7 +145,7 @@ class Grader:
             kept, binary = strip_binary_hunks(kept)
             dropped += [p for p in binary if p not in dropped]
         report = GradeReport(task.instance_id, "unresolved", False, dropped_paths=dropped)
-        _flag_patch(report, kept, dropped, unsafe)
+        flag_patch(report, kept, dropped, unsafe)
         try:
             npaths = len({p for sec in split_patch(kept) for p in section_paths(sec)})
             if npaths > MAX_PATCH_PATHS:
@@ -436,7 +224,7 @@ class Grader:
             task.tests, pass_to_pass=tuple(t for t in task.tests.pass_to_pass if t not in failing)))
         decide(report, kept, graded, self.verdict_rules, None, evidence.log)
         report.network_excluded = sorted(failing)
-        report.error = _joined(report.error, f"{len(failing)} PASS_TO_PASS test(s) left out of the verdict: they need "
+        report.error = joined(report.error, f"{len(failing)} PASS_TO_PASS test(s) left out of the verdict: they need "
                                "a network this machine lacks (they fail at base too, in a fresh copy, with network "
                                "errors)")
 
@@ -497,7 +285,7 @@ class Grader:
                 report.restored_paths = touched
                 report.flag("touches_test_infrastructure", "the patch changed files the grader takes from the "
                             "base: " + ", ".join(touched[:10]))
-            failed = _install_hidden(task, sandbox, gd)
+            failed = install_hidden(task, sandbox, gd)
             if failed is not None:
                 if not changed:
                     raise GradingError(f"the hidden test patch of {task.instance_id} does not apply: {failed[-800:]}")
@@ -509,7 +297,7 @@ class Grader:
             if task.tests.build_command.strip():
                 # the patch's build files run now: the test sources are hashed before them, not
                 # only around the test run (a Makefile can rewrite the hidden tests)
-                before = _hashes(sandbox.run(_test_hashes_script(task), timeout=300, head_bytes=16 << 20,
+                before = parse_hashes(sandbox.run(test_hashes_script(task), timeout=300, head_bytes=16 << 20,
                                              tail_bytes=0).output)
                 if not self._build(task, sandbox, report):
                     return None
@@ -526,24 +314,24 @@ class Grader:
                allow_fuzz: bool) -> list[str] | None:
         """The agent's patch into the grading copy (its file and the hidden test patch's put there
         first); the paths it changed, or None when it does not apply (``patch_failed``)."""
-        files = {"agent.patch": _patch_bytes(kept)} if kept.strip() else {}
+        files = {"agent.patch": patch_file_bytes(kept)} if kept.strip() else {}
         if task.tests.test_patch.strip():
-            files["test.patch"] = _patch_bytes(task.tests.test_patch)
+            files["test.patch"] = patch_file_bytes(task.tests.test_patch)
         if files:
-            _put(sandbox, gd, files)
+            put_files(sandbox, gd, files)
         if not kept.strip():
             report.applied_with = "empty"
             return []
-        res = sandbox.run(_apply_script(f"{gd}/agent.patch", allow_fuzz), timeout=300,
+        res = sandbox.run(apply_script(f"{gd}/agent.patch", allow_fuzz), timeout=300,
                           head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
         how = re.findall(r"^HA_APPLIED=(.*)$", res.output, re.M)
         if not how or how[-1] == "failed":
-            report.status, report.error = "patch_failed", _apply_error(res.output)
+            report.status, report.error = "patch_failed", apply_error(res.output)
             if res.timed_out:
                 report.error = "applying the patch ran out of time (300 s): " + report.error
             return None
         report.applied_with = how[-1]
-        return _applied_paths(res.output, kept)
+        return applied_paths(res.output, kept)
 
     def _base_run(self, task: Task, snapshot: Snapshot | None, install_only: bool = False) -> Evidence | None:
         """The base's tests (no patch) in a fresh grading copy, never the one a patch's run dirtied
@@ -555,15 +343,15 @@ class Grader:
             sandbox.start()
             gd = f"{sandbox.workdir}/{GRADE_DIR}"
             if task.tests.test_patch.strip():
-                _put(sandbox, gd, {"test.patch": _patch_bytes(task.tests.test_patch)})
-            failed = _install_hidden(task, sandbox, gd)
+                put_files(sandbox, gd, {"test.patch": patch_file_bytes(task.tests.test_patch)})
+            failed = install_hidden(task, sandbox, gd)
             if failed is not None:
                 raise GradingError(f"the hidden test patch of {task.instance_id} does not apply at base, in a "
                                    f"fresh copy: {failed[-800:]}")
             if install_only:
                 return None
             if task.tests.build_command.strip():
-                sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s)
+                sandbox.run(workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s)
             return self._run_tests(task, sandbox, gd, [])
         finally:
             sandbox.close()
@@ -595,7 +383,7 @@ class Grader:
         ``tests_timed_out``)."""
         base = self._base_outcome(task, snapshot) if changed else _BaseOutcome.of(task, evidence)
         if not base.timed_out:
-            report.error = _joined(report.error, f"the tests ran past the time limit ({task.tests.timeout_s} s) with "
+            report.error = joined(report.error, f"the tests ran past the time limit ({task.tests.timeout_s} s) with "
                                    "the patch in; at base, in a fresh copy, they finish in time")
             return
         failure = faults.StartFailure("tests_timed_out", f"{task.tests.timeout_s} s")
@@ -638,12 +426,12 @@ class Grader:
         if not paths:
             return kept
         listing = f"{gd}/paths.list"
-        _put(sandbox, gd, {"paths.list": b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)})
-        res = sandbox.run(_ignored_script(listing), timeout=120, head_bytes=16 << 20, tail_bytes=0)
+        put_files(sandbox, gd, {"paths.list": b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)})
+        res = sandbox.run(ignored_script(listing), timeout=120, head_bytes=16 << 20, tail_bytes=0)
         if "HA_CHECKED" not in res.output and not res.timed_out:
             # git refuses the whole batch for one path it cannot check (beyond a symlink: the work
             # copy's node_modules link): one at a time, such a path is not ignored (git apply decides)
-            res = sandbox.run(_ignored_one_by_one(listing), timeout=120, head_bytes=16 << 20, tail_bytes=0)
+            res = sandbox.run(ignored_one_by_one(listing), timeout=120, head_bytes=16 << 20, tail_bytes=0)
         if "HA_CHECKED" not in res.output or res.truncated:
             why = "ran out of time" if res.timed_out else "failed"
             raise PatchRefused(f"checking the patch's {len(paths)} paths against the repository's ignore rules {why}: "
@@ -662,7 +450,7 @@ class Grader:
         """The task's build steps in the grading copy; False (and ``build_failed``) when they fail.
         Their output goes to the report, never to the log parser: the patch decides what a
         build prints."""
-        res = sandbox.run(_workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s,
+        res = sandbox.run(workdir_command(task, sandbox, task.tests.build_command), timeout=task.tests.timeout_s,
                           head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
         if res.exit_code == 0 and not res.timed_out:
             return True
@@ -704,7 +492,7 @@ class Grader:
         """The test command under the runner guards; ``before``: the test sources' hashes when they
         were taken earlier (before a build step), else just before the run; ``command``: the task's
         command with its name filter widened to the canaries (``canaries.widen``)."""
-        command = _workdir_command(task, sandbox, command or task.tests.test_command)
+        command = workdir_command(task, sandbox, command or task.tests.test_command)
         reports: dict[str, str] = {}
         files: dict[str, bytes] = {}
         watch = None
@@ -717,12 +505,12 @@ class Grader:
             if run.watch and watch is None:
                 watch = (guard.name, run.watch)
         if files:
-            _put(sandbox, gd, files)
-        hashing = _test_hashes_script(task)
+            put_files(sandbox, gd, files)
+        hashing = test_hashes_script(task)
         if before is None:
-            before = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
+            before = parse_hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
-        after = _hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
+        after = parse_hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         evidence = Evidence(res.output, res.exit_code, res.timed_out, workdir=sandbox.workdir,
                             tests_before=before, tests_after=after,
                             shell_died=any("a new shell was started" in n for n in res.notes))
@@ -738,238 +526,6 @@ class Grader:
             rep = evidence.reports.get(watch[0])
             evidence.watch = watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
         return evidence
-
-
-def _workdir_command(task: Task, sandbox: Sandbox, command: str) -> str:
-    """``command`` with the task's workdir pointed at the sandbox's copy when the sandbox is not
-    isolated (the copy is a host path: Pro's run scripts ``cd /app``)."""
-    if sandbox.workdir == task.environment.workdir:
-        return command
-    return re.sub(rf"(?<![\w./-]){re.escape(task.environment.workdir)}(?![\w.-])", sandbox.workdir, command)
-
-
-GRADE_DIR = ".git/ha-grade"
-"""The grader's files in the grading copy, inside its own ``.git``: never part of the tree, and no
-patch may write there."""
-
-_RUNNER_INTERNALS = re.compile(
-    r"^\+.*?\b(_pytest\b|pytest_runtest_\w+|pytest_sessionfinish|pluggy|TestReport|_exit(?=\()|"
-    r"sys\.modules\[['\"](?:_?pytest|unittest)['\"]\]|atexit\b|process\.exit\(0\)|os\.Exit\(0\)|"
-    r"std::process::exit\(0\)|gc\.get_objects|ha_pytest_guard|ha_node_guard|HA_GUARD)", re.M)
-
-
-def runner_internals(patch: str) -> list[str]:
-    """Test-runner internals that the patch's added lines mention (a suspicion, not a verdict);
-    sections of the runner's own source (pytest's repository) are left out."""
-    found: set[str] = set()
-    for section in split_patch(patch):
-        if any(part in ("_pytest", "pluggy") for p in section_paths(section) for part in p.split("/")):
-            continue
-        found.update(m.group(1) for m in _RUNNER_INTERNALS.finditer(section))
-    return sorted(found)
-
-
-def _flag_patch(report: GradeReport, kept: str, dropped: list[str], unsafe: list[str]) -> None:
-    """What the patch's text alone makes suspicious (flags only: no reward change)."""
-    if unsafe:
-        report.flag("unsafe_paths", "the patch writes outside the repository or into .git: " + ", ".join(unsafe[:10]))
-    if dropped:
-        report.flag("touches_test_infrastructure",
-                    "the patch edits hidden tests or protected paths (dropped): " + ", ".join(dropped[:10]))
-    internals = runner_internals(kept)
-    if internals:
-        report.flag("runner_internals_in_patch", "the patch's code mentions test-runner internals: "
-                    + ", ".join(internals))
-    for why in screen(kept):
-        report.flag("suspicious", why)
-
-
-def ungradable(task: Task, status: str, why: str, duration_s: float = 0.0) -> GradeReport:
-    """The verdict on a change that cannot be graded because of what the agent did
-    (``patch_too_large``, ``diff_failed``): reward 0, not masked."""
-    report = GradeReport(task.instance_id, status, False, error=why, duration_s=duration_s)
-    if status == "patch_too_large":
-        report.flag("patch_too_large", why)
-    return report
-
-
-def _applied_paths(output: str, patch: str) -> list[str]:
-    """The paths the applied patch touched: git's reading (``--numstat``), GNU patch's (``patching
-    file``) and ours (``patchfile.section_paths``), together."""
-    paths: dict[str, None] = {}
-    for line in output.splitlines():
-        if line.startswith("HA_PATH "):
-            paths.setdefault(line[8:].strip('"'), None)
-        elif line.startswith("patching file "):
-            paths.setdefault(line[14:].strip().strip("'\""), None)
-    for section in split_patch(patch):
-        for p in section_paths(section):
-            paths.setdefault(p, None)
-    return [p for p in paths if p and not unsafe_path(p)]
-
-
-_TEST_SOURCES = ("py", "pyi", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "rb", "php", "java",
-                 "c", "h", "cc", "cpp", "cxx", "hpp", "tcl")
-
-
-def _test_hashes_script(task: Task) -> str:
-    """sha256 of the hidden test files and the test sources of their test directories (run at the
-    grading copy's root; ``sha256sum`` lines)."""
-    roots = list(dict.fromkeys([*task.hidden_test_files,
-                                *(d for d in map(test_dir_of, task.hidden_test_files) if d is not None)]))
-    if not roots:
-        return "true"
-    names = " -o ".join(f"-name '*.{ext}'" for ext in _TEST_SOURCES)
-    return (f"find {' '.join(ansi_c_quote(r) for r in roots)} -type f ! -path '*/__pycache__/*' \\( {names} \\) "
-            "-print0 2>/dev/null | sort -zu | xargs -0 -r sha256sum -- 2>/dev/null; true")
-
-
-def _hashes(output: str) -> dict[str, str]:
-    out = {}
-    for line in output.splitlines():
-        digest, _, path = line.partition("  ")
-        if len(digest) == 64 and path:
-            out[path.removeprefix("./")] = digest
-    return out
-
-
-def _put(sandbox: Sandbox, directory: str, files: dict[str, bytes]) -> None:
-    """The grader's files into the grading sandbox: one archive where the sandbox takes one."""
-    writer = getattr(sandbox, "write_files", None)
-    if writer is not None:
-        writer(directory, files)
-        return
-    for name, data in files.items():
-        sandbox.write_file(f"{directory}/{name}", data)
-
-
-def _patch_bytes(patch: str) -> bytes:
-    if patch and not patch.endswith("\n"):
-        patch += "\n"
-    return patch.encode("utf-8", errors="surrogateescape")
-
-
-
-
-def _apply_script(path: str, allow_fuzz: bool) -> str:
-    """``git apply``, then (SWE-bench's fallback) ``patch --fuzz=5``; prints the paths git reads in
-    the patch (``HA_PATH <path>``), GNU patch's ``patching file`` lines and ``HA_APPLIED=<how>``."""
-    q = ansi_c_quote(path)
-    err = ansi_c_quote(path + ".err")
-    g = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=false"
-    listing = (f"{g} apply --numstat {q} 2>/dev/null | "
-               "awk -F'\\t' 'NF>=3 {print \"HA_PATH \" $3}'; ")
-    fuzz = (f"elif command -v patch >/dev/null && patch --batch --fuzz=5 -p1 --dry-run -i {q} >/dev/null 2>&1 "
-            f"&& patch --batch --fuzz=5 -p1 --no-backup-if-mismatch -i {q} 2>&1; "
-            "then echo 'HA_APPLIED=patch --fuzz=5'\n") if allow_fuzz else ""
-    return (listing + f"if {g} apply --whitespace=nowarn {q} 2>{err}; then echo 'HA_APPLIED=git apply'\n"
-            f"{fuzz}else echo HA_APPLIED=failed; cat {err}; fi")
-
-
-def _apply_error(output: str) -> str:
-    text = "\n".join(l for l in output.splitlines() if not l.startswith("HA_APPLIED=")).strip()
-    return text or "patch does not apply"
-
-
-def _install_hidden(task: Task, sandbox: Sandbox, gd: str) -> str | None:
-    """The hidden tests into the grading copy (``test.patch`` already in ``gd``), then every grader
-    file but the guards' taken out of it: nothing the code under test can read during the run names
-    the graded tests (the test patch without the canaries) or holds the agent's patch. None when they
-    are in; else the script's output."""
-    test_patch = f"{gd}/test.patch" if task.tests.test_patch.strip() else None
-    res = sandbox.run(_hidden_tests_script(task.hidden_test_files, test_patch), timeout=300)
-    scrub = sandbox.run(f"rm -rf -- {ansi_c_quote(gd)} && echo HA_SCRUBBED", timeout=120)
-    if "HA_SCRUBBED" not in scrub.output:
-        raise GradingError(f"cannot remove the grader's files from the grading copy: {scrub.output[-500:]}")
-    return None if "HA_TESTS_READY" in res.output else res.output.strip() or "no output"
-
-
-_GIT_IGNORE = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false check-ignore"
-
-
-_PRINT_IGNORED = ("if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]{also}; then printf 'HA_IGNORED '; "
-                  "printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n'; echo; fi")
-"""Prints ``HA_IGNORED <hex of the path's bytes>`` for ``$p`` when the copy lacks it (and ``{also}`` holds)."""
-
-
-def _ignored_script(listing: str) -> str:
-    """Of the NUL-separated paths in ``listing``: those the base's ignore rules ignore and the copy
-    lacks, each printed as ``HA_IGNORED <hex of its bytes>``; then ``HA_CHECKED``."""
-    q = ansi_c_quote(listing)
-    return (f"{{ {_GIT_IGNORE} -z --stdin < {q}; rc=$?; [ $rc -le 1 ] || exit $rc; }} | "
-            f"while IFS= read -r -d '' p; do {_PRINT_IGNORED.format(also='')}; done; "
-            f"[ \"${{PIPESTATUS[0]}}\" = 0 ] && rm -f -- {q} && echo HA_CHECKED")
-
-
-def _ignored_one_by_one(listing: str) -> str:
-    """``_ignored_script``'s answer, one ``git check-ignore`` per path (a path git cannot check is
-    not ignored)."""
-    q = ansi_c_quote(listing)
-    test = f' && {_GIT_IGNORE} -q -- "$p" 2>/dev/null'
-    return f"while IFS= read -r -d '' p; do {_PRINT_IGNORED.format(also=test)}; done < {q}; rm -f -- {q}; echo HA_CHECKED"
-
-
-def _joined(first: str, second: str) -> str:
-    return f"{first}; {second}" if first else second
-
-
-def _hidden_tests_script(paths: tuple[str, ...], test_patch: str | None) -> str:
-    """Hidden test files back to base (removed when new), then the test patch (the file at
-    ``test_patch``; None when there is none); prints HA_TESTS_READY."""
-    lines = []
-    for path in paths:
-        q = ansi_c_quote(path)
-        lines.append(f"if git cat-file -e HEAD:{q} 2>/dev/null; then git checkout HEAD -- {q}; else rm -rf -- {q}; fi")
-    lines.append(f"git apply --whitespace=nowarn {ansi_c_quote(test_patch)} && echo HA_TESTS_READY" if test_patch
-                 else "echo HA_TESTS_READY")
-    return " && ".join(f"{{ {l}; }}" for l in lines) if len(lines) > 1 else lines[0]
-
-
-def decide(report: GradeReport, task: Task, statuses: dict[str, str], rules: str = "auto",
-           exit_code: int | None = None, log: str | None = None) -> None:
-    """The verdict, by the rule ``verdicts.rules_for(task, rules)`` names (``verdicts.py``):
-    SWE-bench rows by swebench's own functions, the bundled suite by ours, Pro by Scale's, and
-    R2E-Gym (``log_parser == "r2e"``): the parsed log equals the expected output exactly.
-    ``exit_code`` and ``log`` are the test run's, for the guards on swebench's verdict."""
-    report.fail_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.fail_to_pass}
-    report.pass_to_pass = {t: statuses.get(t, "MISSING") for t in task.tests.pass_to_pass}
-    if rules_for(task, rules) == "r2e":
-        from .log_parsers import decolor
-
-        expected = {decolor(k): v for k, v in (task.metadata.get("expected_output") or {}).items()}
-        got = {decolor(k): v for k, v in statuses.items()}
-        report.fail_to_pass = {t: got.get(t, "MISSING") for t in expected}
-        report.resolved = bool(expected) and got == expected
-        report.verdict_rules = "r2e"
-    else:
-        verdict = task_verdict(task, statuses, rules, exit_code, log)
-        report.resolved, report.verdict_rules, report.tests_status = (verdict.resolved, verdict.rules,
-                                                                      verdict.tests_status)
-        report.overruled = verdict.overruled
-        if verdict.lenient:
-            report.flag("f2p_not_passed", f"{verdict.rules} counts FAIL_TO_PASS tests as passing that did not "
-                        "pass: " + ", ".join(f"{t}: {statuses.get(t)}" for t in verdict.lenient[:10]))
-    report.status = "resolved" if report.resolved else "unresolved"
-
-
-def filter_patch(patch: str, task: Task) -> tuple[str, list[str], list[str]]:
-    """Drop file sections that touch hidden-test files or protected paths, or write outside the
-    repository (absolute, ``..``, ``.git``): (kept patch, dropped protected paths, unsafe paths).
-    Advisory: the grader restores the protected paths after applying whatever is kept."""
-    hidden = set(task.hidden_test_files)
-    globs = task.tests.protected_paths
-    kept, dropped, unsafe = [], [], []
-    for section in split_patch(patch):
-        paths = section_paths(section)
-        bad_unsafe = [p for p in paths if unsafe_path(p)]
-        bad = [p for p in paths if p in hidden or any(fnmatch.fnmatch(p, g) for g in globs)]
-        if bad_unsafe:
-            unsafe.extend(p for p in bad_unsafe if p not in unsafe)
-        elif bad:
-            dropped.extend(p for p in bad if p not in dropped)
-        else:
-            kept.append(section)
-    return "".join(kept), dropped, unsafe
 
 
 __all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",

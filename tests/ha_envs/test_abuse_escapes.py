@@ -9,8 +9,10 @@ import dataclasses
 
 import pytest
 
-from ha_envs.grading.grader import (MAX_PATCH_PATHS, EnvironmentFault, Grader, docker_sandbox_factory,
-                                    local_sandbox_factory)
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.patch_rules import MAX_PATCH_PATHS
+from ha_envs.grading.report import EnvironmentFault
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 
 from .abuse_helpers import episode, kind  # noqa: F401
 from .test_abuse_verdict import patch_of

@@ -12,7 +12,8 @@ import threading
 
 import pytest
 
-from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 
 from .abuse_helpers import episode, kind  # noqa: F401
 from .verdict_payloads import HOLLOW_IMPORTS, forges

@@ -259,7 +259,7 @@ def test_screen_is_quiet_on_the_gold_patches_and_ordinary_code():
 
 
 def test_the_screen_is_a_flag_not_a_verdict():
-    from ha_envs.grading.grader import GradeReport
+    from ha_envs.grading.report import GradeReport
 
     report = GradeReport("x", "resolved", True)
     report.flag("suspicious", "pkg/__init__.py: an import hook")

@@ -11,7 +11,9 @@ from ha_agents.episode import EpisodeConfig, run_episode
 from ha_agents.llm.policies import OraclePolicy, ScriptedPolicy
 from ha_envs.actions import ToolCall
 from ha_envs.grading.faults import FAULT_STATUS, fault_summary
-from ha_envs.grading.grader import EnvironmentFault, Grader, docker_sandbox_factory, local_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.report import EnvironmentFault
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox.local import LocalSandboxConfig
 from tests.conftest import require_bwrap

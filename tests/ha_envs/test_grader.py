@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from ha_envs.grading import Grader, GradingError, get_parser
-from ha_envs.grading.grader import filter_patch, split_patch
+from ha_envs.grading.patch_rules import filter_patch
+from ha_envs.grading.patchfile import split_patch
 from ha_envs.task import patch_paths
 
 PYTEST_LOG = """\

@@ -20,7 +20,8 @@ import pytest
 
 from ha_envs.swe_datasets import load_benchmark
 from ha_envs.grading import Grader
-from ha_envs.grading.grader import GradingError, docker_sandbox_factory, local_sandbox_factory
+from ha_envs.grading.report import GradingError
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 from ha_envs.grading.pro import ProScripts, find_scripts, grading_command, parse_output, python_specs, strip_binary_hunks
 from ha_envs.sandbox import SandboxError
 from ha_envs.sandbox.local import LocalSandboxConfig

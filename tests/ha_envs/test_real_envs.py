@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ha_envs.grading.grader import Grader, docker_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.sandboxes import docker_sandbox_factory
 from ha_envs.sandbox import make_sandbox
 from ha_envs.sandbox.provision.pyenv import pyenv_python, python_env
 from ha_envs.task import EnvironmentSpec, Task, TestSpec

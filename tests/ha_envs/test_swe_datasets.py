@@ -116,7 +116,7 @@ def test_quirk_helpers_and_errors(tmp_path):
 
 
 def _report(task, statuses):
-    from ha_envs.grading.grader import GradeReport, decide
+    from ha_envs.grading.report import GradeReport, decide
     r = GradeReport(task.instance_id, "", False)
     decide(r, task, statuses)
     return r.resolved

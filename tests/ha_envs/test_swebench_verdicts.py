@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ha_envs.grading.grader import GradeReport, Grader, decide
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.report import GradeReport, decide
 from ha_envs.grading.log_parsers import get_parser
 from ha_envs.grading.verdicts import (fail_only, rules_for, strict_verdict, swebench_verdict, swebench_version,
                                       task_verdict)

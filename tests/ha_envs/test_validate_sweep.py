@@ -12,7 +12,8 @@ from ha_envs.task import Task, TestSpec
 from tests.conftest import task_row
 from ha_envs.validate import (ValidationResult, read_results, stratified_sample, summary_markdown,
                               validate_task)
-from ha_envs.grading.grader import Grader, local_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.sandboxes import local_sandbox_factory
 
 HA = Path(sys.executable).with_name("ha")
 NETWORK_TEST = ("import socket\n\n\ndef test_reaches_the_internet():\n"
@@ -253,7 +254,7 @@ def test_cli_sweep_is_resumable_and_writes_json_and_markdown(tiny_task, tmp_path
 
 
 def test_network_lines_are_found_anywhere_in_the_log():
-    from ha_envs.grading.grader import network_errors
+    from ha_envs.grading.sandboxes import network_errors
 
     log = ("PASSED t::a\n" * 5000 + "E   socket.gaierror: [Errno -2] Name or service not known\n"
            + "E   Failed: The connect() request should time out.\n" * 3 + "PASSED t::b\n" * 5000)
@@ -322,7 +323,7 @@ def test_a_verdict_that_changes_when_graded_again_is_flaky(tiny_task, tmp_path):
 def test_the_shared_loopback_note_names_only_concurrent_local_gradings_with_network(tiny_task):
     """validate, eval and grade say it through one function: the local sandbox, two workers or more,
     and network (asked for, or the official harness's for a real benchmark's task)."""
-    from ha_envs.grading.grader import shared_loopback_note
+    from ha_envs.grading.sandboxes import shared_loopback_note
 
     real = Task(**{**tiny_task.__dict__, "benchmark": "swebench_verified"})
     shared = dict(private_network=False)  # no slirp4netns: the host's network namespace

@@ -244,7 +244,8 @@ def test_parity_local_and_docker(tiny_task, client, no_leaks):
 
 @pytest.mark.slow
 def test_bundled_suite_in_docker_gold_and_null():
-    from ha_envs.grading.grader import Grader, docker_sandbox_factory
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
     from ha_envs.validate import validate_tasks
     results = validate_tasks(load_suite("mini"), workers=2, grader=Grader(docker_sandbox_factory()))
     bad = [(r.instance_id, r.problems) for r in results if not r.ok]
@@ -318,7 +319,7 @@ def test_an_official_image_in_the_daemon_is_used_as_built(client, official_like,
     import dataclasses
 
     from ha_envs.grading import Grader
-    from ha_envs.grading.grader import docker_sandbox_factory
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
 
     task, name = official_like
     monkeypatch.setenv("HA_OFFICIAL_IMAGES", "auto")
@@ -383,7 +384,7 @@ def test_r2e_graded_as_r2e_gym_does_in_its_image(client, tiny_task, no_leaks, mo
 
     from ha_envs.swe_datasets import R2E_RUN
     from ha_envs.grading import Grader
-    from ha_envs.grading.grader import docker_sandbox_factory
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
 
     name = "namanjain12/tiny_final:clamp"
     hidden = ("from calc import clamp\n\n\nclass TestClamp:\n    def test_high(self):\n        assert clamp(9, 0, 5) == 5\n\n"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ha_envs.grading.grader import Grader, local_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.sandboxes import local_sandbox_factory
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
 from ha_envs.sandbox.provision.realpaths import hidden_links, links_to, real_dirs, toolchain_prefixes

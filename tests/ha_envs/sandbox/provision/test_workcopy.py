@@ -87,7 +87,8 @@ def test_submodules_come_from_mirrors_and_a_build_needs_no_network(tmp_path, mon
     """jq's build starts with `git submodule update --init` (oniguruma, on GitHub). With a mirror of
     the submodule, the snapshot has it checked out at the recorded commit, and the build step, run
     offline by the grader, has nothing to fetch."""
-    from ha_envs.grading.grader import Grader, local_sandbox_factory
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import local_sandbox_factory
     from tests.conftest import require_bwrap
 
     require_bwrap()
