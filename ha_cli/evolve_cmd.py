@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ha_cli.model_check import add_preflight_arg, positive_int
 from ha_cli.selection import add_source as _add_source
@@ -12,6 +13,9 @@ from ha_cli.selection import select_tasks as _tasks
 from ha_cli.gate_args import add_gate_args
 from ha_cli.harness_cmd import _spec
 from ha_cli.sampling import add_sampling_args
+
+if TYPE_CHECKING:
+    from ha_agents.runs.identity import RunIdentity
 
 
 def cmd_evolve_run(args: argparse.Namespace) -> int:

@@ -9,22 +9,21 @@ import shlex
 import sys
 
 from ha_cli import engineer_cmd, eval_cmd, evolve_cmd, harness_cmd, images_cmd, tasks_cmd, train_cmd
-from ha_cli.selection import add_source
 from ha_envs.signals import Interrupted, signals_interrupt
 from ha_envs.task import TaskError
+
+
+COMMANDS = (tasks_cmd, images_cmd, train_cmd, eval_cmd, evolve_cmd, engineer_cmd, harness_cmd)
+"""The command families, in ``ha --help``'s order; each module's ``register(sub)`` adds its parsers
+and sets ``func`` on each (it parses and prints; what it runs is a library call)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ha", description="harnessadapt: repair environments, harnesses, evaluation")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
-    tasks_cmd.register(sub)
-    images_cmd.register(sub)
-    train_cmd.add_train_parser(sub, add_source)
-    eval_cmd.register(sub)
-    evolve_cmd.register(sub)
-    engineer_cmd.register(sub)
-    harness_cmd.register(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 

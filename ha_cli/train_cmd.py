@@ -13,6 +13,7 @@ from typing import Any
 
 from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
 from ha_cli.sampling import add_max_tokens
+from ha_cli.selection import add_source
 
 
 class PhaseProgress:
@@ -42,7 +43,7 @@ class PhaseProgress:
               f"ETA {clock(elapsed / done * (total - done))}", file=sys.stderr, flush=True)
 
 
-def add_train_parser(sub: Any, add_source: Any) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a policy with GRPO (local torch trainer, or verl on a GPU node)",
                        description="GRPO on repair tasks. Per update: sample tasks, collect a group per task with "
                        "the current policy, drop/mask per the batch policy, update; metrics.jsonl, a plot and "
