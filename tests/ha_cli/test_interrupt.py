@@ -137,3 +137,45 @@ def test_a_signal_stops_eval_keeps_finished_records_and_the_same_command_resumes
     assert (out / "trajectories.jsonl").read_text().startswith(before)  # the finished ones untouched
     assert sorted(r["instance_id"] for r in after) == sorted(IDS)  # each once: nothing redone
     assert "4 tasks x 1 runs" in rerun.stdout
+
+
+def test_sigterm_stops_a_docker_eval_and_leaves_no_container(tiny_task, tmp_path):
+    """The same stop with the Docker sandbox: the episodes' containers are not children of `ha eval`
+    (the daemon runs them), so what must be gone are the containers it owns (label
+    ``harnessadapt.owner=<host>:<pid>``), their processes, and no record is kept of the killed ones."""
+    import socket
+
+    from ha_envs.sandbox import SandboxError
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.provision.images import build_base_image
+
+    try:
+        client = docker_client(timeout=30)
+    except SandboxError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"no Docker daemon but CI is set: .ci/run must start dockerd ({exc})")
+        pytest.skip(str(exc))
+    build_base_image(client)  # a no-op when .ci/run (or an earlier run) built it
+    rows = [task_row(tiny_task, instance_id=i, problem_statement=f"{tiny_task.problem_statement} [{i}]") for i in IDS[:3]]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    marker = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+    out = tmp_path / "out"
+    with FakeOpenAIServer(_model(marker, {"on": True}, ())) as srv:
+        command = [*HA, "eval", "--jsonl", str(tmp_path / "tasks.jsonl"), "--model", f"openai:m@{srv.url}",
+                   "--harness", "h0", "--sandbox", "docker", "--workers", "2", "--out", str(out)]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        label = f"harnessadapt.owner={socket.gethostname()}:{proc.pid}"
+        deadline = time.monotonic() + 240  # a first snapshot image is built here
+        while len(_with_cmdline(marker)) < 2:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the slow episodes never started in their containers\n{proc.communicate()[1]}")
+            time.sleep(0.3)
+        assert client.containers.list(filters={"label": label}), "no container of this run is running"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr and "stopped by SIGTERM" in stderr
+    assert client.containers.list(all=True, filters={"label": label}) == [], "containers outlived ha eval"
+    assert not [p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")], "container processes left"
+    assert _records(out) == []  # nothing finished: nothing kept, nothing half-written
