@@ -196,7 +196,7 @@ def test_many_paths_under_the_cap_are_checked_in_one_go(tiny_task):
     ones and the fix still resolves."""
     from pathlib import Path
 
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
 
@@ -250,7 +250,7 @@ def test_answer_keys_read_from_the_tests_earn_nothing(kind, name, tiny_task, tmp
     """No fix: ``clamp`` returns what the hidden tests expect, read from their source at grading
     time. No runner is touched and no canary calls ``clamp``, so only the watch can see it: the
     code under test read the tests' sources or code, which the gold patch's run never does."""
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     payload = ANSWER_KEYS[name]
     if kind == "local":
@@ -318,7 +318,7 @@ def test_honest_fixes_pass_the_watch(kind, name, tiny_task, tmp_path):
     """The watch sees nothing of an ordinary fix (no false alarm): the gold patch, and a fix of
     another shape using everyday libraries, resolve with reward 1."""
     if kind == "local":
-        from ..conftest import require_bwrap
+        from tests.conftest import require_bwrap
 
         require_bwrap()
     fix = HONEST_FIXES[name]
@@ -413,7 +413,7 @@ def test_answer_keys_the_runner_hands_over_earn_nothing(kind, name, tiny_task, t
     import sys
 
     if kind == "local":
-        from ..conftest import require_bwrap
+        from tests.conftest import require_bwrap
 
         require_bwrap()
     task, payload = parametrized(tiny_task), RUNNER_KEYS[name]
@@ -597,7 +597,7 @@ def test_ha_grade_says_which_tests_it_left_out_for_the_network(tiny_task, tmp_pa
     from ha_agents.runs.grade import grade_predictions
     from ha_envs.grading.faults import network_note
 
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     task = _network_task(tiny_task)

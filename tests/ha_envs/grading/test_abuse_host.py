@@ -15,7 +15,7 @@ from ha_envs.grading import Grader
 from ha_envs.loaders import load_suite
 from ha_envs.sandbox import LocalSandbox, LocalSandboxConfig
 
-from tests.ha_envs.abuse_helpers import TASK, Canary, assert_no_reward, bash, canary, episode, kind  # noqa: F401
+from tests.ha_envs.grading.abuse_helpers import TASK, Canary, assert_no_reward, bash, canary, episode, kind  # noqa: F401
 
 pytestmark = pytest.mark.abuse
 

@@ -13,7 +13,7 @@ import pytest
 import ha_envs
 from ha_envs import EpisodeOverError
 
-from tests.ha_envs.abuse_helpers import (BROKEN, FORCE_PASS_HOOK, TASK, assert_no_reward, bash, canary, control_test,  # noqa: F401
+from tests.ha_envs.grading.abuse_helpers import (BROKEN, FORCE_PASS_HOOK, TASK, assert_no_reward, bash, canary, control_test,  # noqa: F401
                             episode, kind, write)
 
 pytestmark = pytest.mark.abuse

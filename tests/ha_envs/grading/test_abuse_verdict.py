@@ -123,7 +123,7 @@ def _loopback_forgery(kind: str, network_namespace: str = "auto"):
 def test_a_service_on_the_host_loopback_is_out_of_reach_of_a_grading_with_network(kind):
     """A Docker grading has a loopback of its own; a local one with network has a network namespace
     of its own (slirp4netns, ``sandbox/netns.py``): neither reaches the host's loopback."""
-    from ..conftest import require_tool
+    from tests.conftest import require_tool
 
     if kind == "local":
         require_tool("slirp4netns")
@@ -137,7 +137,7 @@ def test_a_service_on_the_host_loopback_is_out_of_reach_of_a_grading_with_networ
 def test_in_the_hosts_namespace_the_loopback_is_reached_and_the_canaries_still_hold():
     """``network_namespace="host"`` (the fallback without slirp4netns) grades in the host's network
     namespace: the grading does reach the service, and the canaries make its forgery worth nothing."""
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     reward, info, hits = _loopback_forgery("local", network_namespace="host")
@@ -177,7 +177,7 @@ def patch_of(source_dir, path: str, text: str, tmp_path) -> str:
 def test_the_canaries_are_what_stops_a_forgery_the_guards_miss(tmp_path, name):
     """Graded without canaries (and without the watch, which sees the Python one too), these
     forgeries earn 1.0 (the issue's finding); with the canaries, nothing."""
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     from ha_envs.loaders import load_suite
@@ -215,7 +215,7 @@ def test_forged_passes_then_a_sigkill_earn_nothing(tiny_task, tmp_path, shell):
     killed in both gradings gets no verdict at all (a grading error, masked), never a reward."""
     from ha_envs.grading import GradingError
 
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     patch = patch_of(tiny_task.source_dir, ">>calc.py", _FORGE_THEN_KILL.format(shell=shell), tmp_path / "p")
@@ -244,7 +244,7 @@ def test_a_forgery_that_recognises_the_canaries_earns_nothing(tmp_path):
     Since grader 9 two checks catch it, each alone: the twin canaries (copies of the file's passing
     tests, which it hollows too: the turned one passes) and the watch (its import hook reads the
     tests' code and sources, which the gold patch's run never does)."""
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     from ha_envs.loaders import load_suite

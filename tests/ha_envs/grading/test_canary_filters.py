@@ -16,7 +16,7 @@ from ha_envs.grading import canaries
 from ha_envs.grading.grader import Grader
 from ha_envs.loaders import load_suite
 
-from ..conftest import require_bwrap, require_tool
+from tests.conftest import require_bwrap, require_tool
 from .test_abuse_verdict import patch_of
 from .verdict_payloads import forges
 

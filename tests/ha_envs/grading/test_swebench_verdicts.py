@@ -22,7 +22,7 @@ from tests.conftest import _git_diff, require_bwrap
 
 from tests.ha_envs.test_swe_datasets import DATA, require_data
 
-FIXTURES = Path(__file__).parent / "fixtures" / "swebench_logs"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "swebench_logs"
 MAJOR = int(swebench_version().split(".")[0])
 F2P, P2P = ["t_f2p"], ["t_p2p"]
 
