@@ -141,3 +141,13 @@ def test_the_checker_sees_a_circle():
     assert _layer("ha_envs.sandbox.base") < _layer("ha_envs.sandbox.provision.pyenv") < _layer("ha_envs.sandbox.local")
     assert _layer("ha_agents.chat.template") < _layer("ha_agents.loop") < _layer("ha_agents.runs.rollouts")
     assert _layer("ha_agents.runs.rollouts") < _layer("ha_agents.train.driver") < _layer("ha_agents")
+
+
+def test_no_library_function_is_over_80_lines():
+    """A function a reader must hold in their head at once stays short (the bundled tasks' code is data)."""
+    long = []
+    for mod, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{mod}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert long == []
