@@ -26,6 +26,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     token_mode = None
     if args.tokenizer:
+        from ha_agents.chat.positions import resolve_context
+
+        args.context_tokens = resolve_context(args.tokenizer, args.context_tokens)
         token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens)
         template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
         print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
@@ -207,7 +210,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "loss mask and logprobs as the model produced them")
     p.add_argument("--template", default="auto", help="token mode: auto (the model's own chat template when the "
                    "tokenizer dir has one, else chatml), model, chatml, hermes")
-    p.add_argument("--context-tokens", type=positive_int, default=65536, help="token mode: context budget")
+    p.add_argument("--context-tokens", type=positive_int, default=None,
+                   help="token mode: context budget (default: the tokenizer directory's model positions, at most "
+                   "65536; more than the model's positions is refused)")
     m = p.add_argument_group("model options (recorded in summary.json)")
     m.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the backend's, 0)")
     m.add_argument("--top-p", type=float, default=None)

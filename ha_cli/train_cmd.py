@@ -67,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--truncated", choices=["drop", "keep"], default="drop",
                    help="truncated episodes: dropped from the batch (the paper) or trained with their reward")
     add_max_tokens(p, 512)
-    p.add_argument("--context-tokens", type=int, default=65536, help="token budget of an episode")
+    p.add_argument("--context-tokens", type=positive_int, default=None,
+                   help="token budget of an episode (default: the model's positions, at most 65536; more than the "
+                   "model's positions, with its rope scaling, is refused)")
     p.add_argument("--max-turns", type=int, default=None, help="override the harness's max turns")
     p.add_argument("--warm-start", type=int, default=0, metavar="EPOCHS",
                    help="local: first fine-tune for EPOCHS epochs on two demonstrations per task, recorded through "
@@ -244,8 +246,10 @@ def _train_verl(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> 
         print(f"task pool: {len(report.tasks)} of {len(tasks)} (none is a {args.exclude_benchmark} instance; "
               f"repositories shared with it: {len(report.repo_overlap)})", file=sys.stderr)
         tasks = report.tasks
+    from ha_agents.chat.positions import resolve_context
     from ha_agents.train.verl_launch import launch
 
+    args.context_tokens = resolve_context(args.model, args.context_tokens)  # the model is a local directory
     _claim(args, tasks, spec, out)
     return launch(args, tasks, spec, out)
 
@@ -253,6 +257,7 @@ def _train_verl(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> 
 def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> Any:
     """The local torch trainer on ``--model`` (built first with ``--init-model`` when missing), once
     ``out`` is claimed for this run."""
+    from ha_agents.chat.positions import resolve_context
     from ha_agents.train.local import LocalConfig, LocalTrainer
     from ha_agents.train.losses import LossConfig
 
@@ -264,6 +269,7 @@ def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) 
 
         init_model(model, args.init_model, seed=args.seed)
         print(f"built a tiny {args.init_model}-family model at {model}", file=sys.stderr)
+    args.context_tokens = resolve_context(model, args.context_tokens)
     if out.exists() and (out / "metrics.jsonl").exists() and not args.resume:
         _claim(args, tasks, spec, out, only_check=True)  # another run's folder: its differences, not this advice
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")

@@ -57,7 +57,7 @@ data_flags() {  # $1: benchmark, $2: data file (may be empty)
 
 serve() {  # $1: model directory
   run vllm serve "$1" --served-model-name "$SERVED_NAME" --port "$VLLM_PORT" --tensor-parallel-size "$VLLM_TP" \
-      --max-model-len 131072 --enable-auto-tool-choice --tool-call-parser hermes --gpu-memory-utilization 0.9
+      --max-model-len 32768 --enable-auto-tool-choice --tool-call-parser hermes --gpu-memory-utilization 0.9
 }
 
 start_server() {
@@ -100,14 +100,14 @@ for epoch in $(seq 1 "$EPOCHS"); do
   # 3. GRPO on the frozen harness
   train=("$HA" train --backend verl "${TRAIN_SRC[@]}" --exclude-benchmark "$EVAL_BENCHMARK" --model "$current_model"
          --harness "$current_harness" --updates "$UPDATES_PER_EPOCH" --tasks-per-update "$TASKS_PER_UPDATE"
-         --group-size "$GROUP" --lr 1e-6 --temperature 1 --context-tokens 65536 --max-turns 60
+         --group-size "$GROUP" --lr 1e-6 --temperature 1 --context-tokens 32768 --max-turns 60
          --sandbox docker --rollout-engine vllm --gpus-per-node "$GPUS_PER_NODE" --nnodes "$NNODES"
          --save-every "$UPDATES_PER_EPOCH" --seed "$epoch" --out "$ep/train"
          --override "actor_rollout_ref.rollout.tensor_model_parallel_size=$VLLM_TP"
          --override "actor_rollout_ref.actor.fsdp_config.param_offload=false"
          --override "actor_rollout_ref.model.enable_gradient_checkpointing=true"
          --override "actor_rollout_ref.actor.ulysses_sequence_parallel_size=4"
-         --override "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=65536"
+         --override "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768"
          --override "actor_rollout_ref.actor.use_dynamic_bsz=true"
          --override "trainer.max_actor_ckpt_to_keep=1"
          --override "trainer.experiment_name=$(basename "$OUT")-epoch-$epoch")

@@ -59,7 +59,7 @@ def test_the_recipe_dry_run_composes(tmp_path):
     assert a.model.enable_gradient_checkpointing and a.actor.use_dynamic_bsz
     assert cfg.trainer.save_freq == 20 and cfg.trainer.total_training_steps == 20 and cfg.trainer.n_gpus_per_node == 8
     assert cfg.trainer.experiment_name == "run-epoch-1" and cfg.trainer.max_actor_ckpt_to_keep == 1
-    assert cfg.data.max_prompt_length + cfg.data.max_response_length == 65536
+    assert cfg.data.max_prompt_length + cfg.data.max_response_length == 32768  # Qwen3-8B without rope scaling
 
 
 def test_a_verl_run_refuses_an_evaluation_instance_in_its_training_set(tmp_path, capsys, monkeypatch):
