@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-__all__ = ["EpisodeProgress", "clock"]
+__all__ = ["EpisodeProgress", "clock", "prepare_each"]
 
 
 def clock(seconds: float) -> str:
@@ -112,3 +112,24 @@ def _columns(stream: TextIO) -> int:
     except (AttributeError, OSError, ValueError):
         columns = 0
     return columns or 100  # a pseudo-terminal nobody sized reports 0
+
+
+def prepare_each(items: list[Any], prepare: Any, what: str, stream: TextIO | None = None, show: bool = True,
+                 quiet_s: float = 1.0) -> None:
+    """``prepare(item)`` for each item (a task's snapshot before its episodes), saying so on stderr:
+    a line for each preparation that took ``quiet_s`` or more (a cached one takes none and says
+    nothing), with the count, the item and an ETA from the slow ones so far."""
+    stream = stream if stream is not None else sys.stderr
+    t_start, slow = time.monotonic(), 0
+    for i, item in enumerate(items, 1):
+        t0 = time.monotonic()
+        prepare(item)
+        took = time.monotonic() - t0
+        if show and took >= quiet_s:
+            slow += 1
+            per = (time.monotonic() - t_start) / i
+            name = getattr(item, "instance_id", item)
+            stream.write(f"{what} {i}/{len(items)}: {name} ({took:.1f}s) | elapsed {clock(time.monotonic() - t_start)}"
+                         f" | ETA {clock(per * (len(items) - i))}\n")
+            stream.flush()
+

@@ -23,7 +23,7 @@ from ..records.episode_record import EpisodeRecord, episode_records
 from ..records.log import JsonlLog
 from .interrupt import run_pool
 from .model_faults import MAX_MODEL_ERRORS, ModelErrorStreak
-from .progress import EpisodeProgress
+from .progress import EpisodeProgress, prepare_each
 
 
 
@@ -59,8 +59,8 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
         log = JsonlLog(Path(out) / "trajectories.jsonl")
     done = log.done()
     todo = [(t, k) for t in tasks for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
-    for task in {t.instance_id: t for t, _ in todo}.values():
-        prepare_snapshot(task)  # once per task: every sample of its group copies this snapshot
+    # once per task: every sample of its group copies this snapshot (a first clone can take minutes)
+    prepare_each(list({t.instance_id: t for t, _ in todo}.values()), prepare_snapshot, "snapshots", show=progress_bar)
     bar = None
     if progress_bar:
         earlier = group_records(log.records, tasks, group_size)

@@ -91,3 +91,27 @@ def test_a_resumed_run_counts_from_what_is_done_and_rates_only_new_work():
     text = shown.getvalue()
     assert text.startswith("\repisodes 0/2 [") and "\repisodes 1/2 [##########..........] 1 resolved" in text
     assert "| b#1" in text and text.endswith("\x1b[K\n")  # (the last item is cut at the stream's width)
+
+
+def test_slow_preparations_say_so_with_an_eta_and_cached_ones_say_nothing():
+    """A first snapshot (a clone) can take minutes before the first episode: each slow one is a line."""
+    import io
+    import time as _time
+
+    from ha_agents.runs.progress import prepare_each
+
+    stream, done = io.StringIO(), []
+
+    def prepare(item):
+        if item != "cached":
+            _time.sleep(0.05)
+        done.append(item)
+
+    prepare_each(["a", "cached", "b"], prepare, "snapshots", stream=stream, quiet_s=0.04)
+    lines = stream.getvalue().splitlines()
+    assert done == ["a", "cached", "b"] and len(lines) == 2
+    assert lines[0].startswith("snapshots 1/3: a (0.") and "ETA" in lines[0]
+    assert lines[1].startswith("snapshots 3/3: b (") and lines[1].endswith("ETA 0:00")
+    quiet = io.StringIO()
+    prepare_each(["a"], prepare, "snapshots", stream=quiet, show=False, quiet_s=0.0)
+    assert quiet.getvalue() == ""
