@@ -216,7 +216,7 @@ def main() -> None:
         for name, e in r["eval"].items():
             print(f"  seed {r['seed']} {name:<8} {eval_line(e)}  "
                   f"overfit gap {e['overfit_gap'] if e['overfit_gap'] is not None else float('nan'):+.3f}")
-    from ha_evolve.harness_edit import paired_ci
+    from ha_evolve.harness_r1.harness_edit import paired_ci
 
     if args.unseen_harnesses:
         print("\nunseen targets (hasty on another base harness; the engineers were trained against h0): reward on "

@@ -52,7 +52,7 @@ def _pick(data: dict[str, Any], k: int) -> list[str]:
 
 
 def cmd_batches(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import failure_batches, partition
+    from ha_evolve.harness_r1.harness_edit import failure_batches, partition
 
     tasks = {t.instance_id: t for t in _tasks(args)}
     records = _records(args.run)
@@ -74,7 +74,7 @@ def cmd_batches(args: argparse.Namespace) -> int:
 def _no_batch(records: list[dict[str, Any]], tasks: dict[str, Any], args: argparse.Namespace,
               only: set[str] | None) -> str:
     """Why ``ha engineer batches`` found no batch of ``--n`` failed tasks, and what to change."""
-    from ha_evolve.harness_edit import failure_batches
+    from ha_evolve.harness_r1.harness_edit import failure_batches
 
     failed = sum(len(b) for b in failure_batches(records, tasks, 1, only=only))
     where = f"of the {len(only or ())} tasks of partition {args.partition}" if args.partition else \
@@ -86,7 +86,7 @@ def _no_batch(records: list[dict[str, Any]], tasks: dict[str, Any], args: argpar
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     from ha_envs.harness import load_spec
-    from ha_evolve.harness_edit import engineer_prompt
+    from ha_evolve.harness_r1.harness_edit import engineer_prompt
 
     data = _batches(args.batches)
     tasks = {t.instance_id: t for t in _tasks(args)}
@@ -96,7 +96,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import HarnessEditEnv
+    from ha_evolve.harness_r1.harness_edit import HarnessEditEnv
 
     data = _batches(args.batches)
     _pick(data, args.batch)
@@ -141,7 +141,7 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
 def _target(args: argparse.Namespace) -> Any:
     from ha_agents.llm.options import ModelOptions
     from ha_cli.model_check import preflight
-    from ha_evolve.harness_edit import Target
+    from ha_evolve.harness_r1.harness_edit import Target
 
     if not getattr(args, "dry_run", False):  # a dry run contacts no model
         preflight(args, [("--model", args.model)], ModelOptions(temperature=args.temperature, top_p=args.top_p))
@@ -151,7 +151,7 @@ def _target(args: argparse.Namespace) -> Any:
 
 
 def _env(args: argparse.Namespace, data: dict[str, Any] | None = None, batches: list[list[str]] | None = None):
-    from ha_evolve.harness_edit import HarnessEditEnv
+    from ha_evolve.harness_r1.harness_edit import HarnessEditEnv
 
     if args.runs < 1:
         raise ValueError(f"--runs {args.runs}: at least 1")
@@ -166,7 +166,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def cmd_base(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import run_side
+    from ha_evolve.harness_r1.harness_edit import run_side
 
     env = _env(args)
     rows = []
@@ -198,7 +198,7 @@ def _row_line(r: dict[str, Any]) -> str:
 
 
 def cmd_sft_data(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import sft_data
+    from ha_evolve.harness_r1.engineer import sft_data
 
     teacher = _client(args.teacher, args, "--teacher")  # checked before the target's runs start
     env = _env(args)
@@ -226,7 +226,7 @@ def _local_trainer(args: argparse.Namespace) -> Any:
 
 
 def cmd_sft(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import read_rows, sft_samples
+    from ha_evolve.harness_r1.engineer import read_rows, sft_samples
 
     rows = read_rows(args.data)
     if not rows:
@@ -256,7 +256,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from ha_agents.train.base import BatchPolicy
     from ha_agents.train.driver import TrainConfig, train
-    from ha_evolve.engineer import EngineerSource, batch_items
+    from ha_evolve.harness_r1.engineer import EngineerSource, batch_items
 
     data = _batches(args.batches)
     if args.backend == "verl":
@@ -282,11 +282,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
-    """verl's GRPO of the engineer: the one-turn agent loop (``ha_evolve.verl_engineer``), a row per
+    """verl's GRPO of the engineer: the one-turn agent loop (``ha_evolve.harness_r1.verl_engineer``), a row per
     failure batch, Harness-R1's recipe (K patches per batch, lr 1e-6 constant, clip 0.2 / 0.28, no
     KL), written to OUT/verl; then verl's trainer, or with --dry-run its command."""
     from ha_agents.train.verl_launch import _task_source, paper_overrides, start
-    from ha_evolve.verl_engineer import AGENT_NAME, engineer_loop_yaml, write_batch_dataset
+    from ha_evolve.harness_r1.verl_engineer import AGENT_NAME, engineer_loop_yaml, write_batch_dataset
 
     if args.resume:
         raise ValueError("--resume is the local backend's; verl resumes from its checkpoints (trainer.resume_mode)")
@@ -313,7 +313,7 @@ def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import evaluate
+    from ha_evolve.harness_r1.engineer import evaluate
 
     data = _batches(args.batches)
     env = _env(args, data)
@@ -327,7 +327,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ValueError(f"--heldout {args.heldout}: the batches file has partitions {sorted(parts) or 'none'}")
         held += [i for i in parts[args.heldout] if i in env.tasks and i not in held]
     if args.engineer.startswith("proposer:"):  # a whole-spec proposer's candidate written as a patch
-        from ha_evolve.engineer import ProposerEngineer
+        from ha_evolve.harness_r1.engineer import ProposerEngineer
         from ha_evolve.proposers import make_proposer
 
         client = ProposerEngineer(make_proposer(args.engineer.split(":", 1)[1]), env)
@@ -363,7 +363,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import ablate
+    from ha_evolve.harness_r1.engineer import ablate
 
     env = _env(args)
     reply = Path(args.patch).read_text() if args.patch != "-" else sys.stdin.read()
@@ -378,7 +378,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_menu(args: argparse.Namespace) -> int:
     import yaml
 
-    from ha_evolve.engineer import FIXTURE_MENU
+    from ha_evolve.harness_r1.engineer import FIXTURE_MENU
 
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(yaml.safe_dump(FIXTURE_MENU, sort_keys=False))

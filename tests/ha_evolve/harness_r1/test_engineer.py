@@ -15,8 +15,8 @@ from ha_agents.llm.registry import make_model
 from ha_agents.train.driver import TrainConfig, train
 from ha_envs.actions import ToolCall
 from ha_envs.loaders import load_suite
-from ha_evolve.engineer import FIXTURE_MENU, ablations, batch_items, summarize
-from ha_evolve.harness_edit import HarnessEditEnv, Target
+from ha_evolve.harness_r1.engineer import FIXTURE_MENU, ablations, batch_items, summarize
+from ha_evolve.harness_r1.harness_edit import HarnessEditEnv, Target
 
 SUITE = {t.instance_id: t for t in load_suite("mini")}
 IDS = ["mini__invoice_rounding", "mini__semver_ranges"]

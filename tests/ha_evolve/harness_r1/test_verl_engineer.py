@@ -43,8 +43,8 @@ def _loop(root: Path, model: Path, server, response_length: int = 2048):
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from ha_evolve.harness_edit import Target
-    from ha_evolve.verl_engineer import EngineerAgentLoop, engineer_loop_yaml
+    from ha_evolve.harness_r1.harness_edit import Target
+    from ha_evolve.harness_r1.verl_engineer import EngineerAgentLoop, engineer_loop_yaml
 
     target = Target.create("tool_user", "h0", runs=1)
     y = engineer_loop_yaml(root / "loop.yaml", target, {"suite": "mini"}, root / "b.json", root / "e")
@@ -132,7 +132,7 @@ def test_ha_engineer_train_verl_dry_run_writes_what_verl_reads(setup, capsys):
     import yaml
 
     [entry] = yaml.safe_load((out / "verl" / "agent_loop.yaml").read_text())
-    assert entry["_target_"] == "ha_evolve.verl_engineer.EngineerAgentLoop" and entry["target"]["model"] == "tool_user"
+    assert entry["_target_"] == "ha_evolve.harness_r1.verl_engineer.EngineerAgentLoop" and entry["target"]["model"] == "tool_user"
     assert Path(entry["batches"]) == (root / "b.json").resolve()
     ds = RLHFDataset(data_files=[str(out / "verl" / "train.parquet")], tokenizer=AutoTokenizer.from_pretrained(str(model)),
                      config=cfg.data)
