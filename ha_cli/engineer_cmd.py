@@ -129,7 +129,12 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
     g.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
     g.add_argument("--harness", default="h0", help="the target's base harness")
     g.add_argument("--runs", type=positive_int, default=2, help="episodes per task on each side (m)")
-    g.add_argument("--seed", type=int, default=0, help="the target's common seeds (both sides)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="the target's common seeds (both sides; the scoring runs draw from a stream of their own, "
+                        "disjoint from the selection run's)")
+    g.add_argument("--model-revision", default=None, metavar="REV",
+                   help="the target's weights revision (a checkpoint tag or hash): with an openai: server, what tells "
+                        "new weights served under the same name apart in the outcome cache")
     g.add_argument("--sandbox", choices=["local", "docker"], default="local")
     g.add_argument("--workers", type=positive_int, default=2)
     g.add_argument("--budget-chars", type=int, default=24000, help="the prompt's character budget")
@@ -140,14 +145,18 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
 
 def _target(args: argparse.Namespace) -> Any:
     from ha_agents.llm.options import ModelOptions
+    from ha_agents.llm.weights import weights_warning
     from ha_cli.model_check import preflight
     from ha_evolve.harness_r1.harness_edit import Target
 
     if not getattr(args, "dry_run", False):  # a dry run contacts no model
         preflight(args, [("--model", args.model)], ModelOptions(temperature=args.temperature, top_p=args.top_p))
-
+    warning = weights_warning(args.model, args.model_revision)
+    if warning:
+        print(warning, file=sys.stderr)
     return Target.create(args.model, args.harness, sandbox=args.sandbox, runs=args.runs, seed=args.seed,
-                         temperature=args.temperature, top_p=args.top_p, workers=args.workers)
+                         temperature=args.temperature, top_p=args.top_p, workers=args.workers,
+                         revision=args.model_revision)
 
 
 def _env(args: argparse.Namespace, data: dict[str, Any] | None = None, batches: list[list[str]] | None = None):
@@ -312,6 +321,10 @@ def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
     return start(overrides, args.dry_run)
 
 
+PROPOSER_ROUNDS = 5
+"""A proposer's rounds per batch in ``ha engineer eval`` (the evolution schedule's default rounds)."""
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from ha_evolve.harness_r1.engineer import evaluate
 
@@ -343,13 +356,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(_row_line(r) + (f"; held-out {r['heldout']['delta']:+.3f} on {len(r['heldout']['tasks'])} tasks"
                               if r.get("heldout") else ""), flush=True)
 
+    samples = args.samples or (PROPOSER_ROUNDS if args.engineer.startswith("proposer:") else 1)
     if client is None:  # no patch: the baseline row of a comparison (reward 0 by construction, no rollout)
         from ha_agents.llm.scripted import ScriptedClient
 
-        client = ScriptedClient(["no patch"] * len(env.batches) * args.samples, name="none")
-    if args.samples < 1:
-        raise ValueError(f"--samples {args.samples}: at least 1")
-    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row, samples=args.samples)
+        client = ScriptedClient(["no patch"] * len(env.batches) * samples, name="none")
+    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row, samples=samples)
     s = result["summary"]
     (out / f"eval-{args.name}.json").write_text(json.dumps({"engineer": args.engineer, "heldout": args.heldout,
                                                             **s}, indent=1))
@@ -380,9 +392,16 @@ def cmd_menu(args: argparse.Namespace) -> int:
 
     from ha_evolve.harness_r1.engineer import FIXTURE_MENU
 
+    kinds = [m["kind"] for m in FIXTURE_MENU]
+    unknown = sorted(set(args.without) - set(kinds))
+    if unknown:
+        raise ValueError(f"--without {' '.join(unknown)}: the menu's kinds are {', '.join(kinds)}")
+    menu = [m for m in FIXTURE_MENU if m["kind"] not in set(args.without)]
+    if not menu:
+        raise ValueError("--without leaves no patch in the menu")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(yaml.safe_dump(FIXTURE_MENU, sort_keys=False))
-    print(f"{len(FIXTURE_MENU)} patches ({', '.join(m['kind'] for m in FIXTURE_MENU)}) -> {args.out} "
+    Path(args.out).write_text(yaml.safe_dump(menu, sort_keys=False))
+    print(f"{len(menu)} patches ({', '.join(m['kind'] for m in menu)}) -> {args.out} "
           f"(use as --teacher menu:{args.out})")
     return 0
 
@@ -426,6 +445,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
             p.add_argument("--runs", type=positive_int, default=2, help="episodes per task on each side")
             p.add_argument("--seed", type=int, default=0)
+            p.add_argument("--model-revision", default=None, metavar="REV", help="the target's weights revision")
             p.add_argument("--sandbox", choices=["local", "docker"], default="local")
             p.add_argument("--workers", type=positive_int, default=2)
             p.add_argument("--out", default="runs/engineer/score", help="scores.jsonl, the cache and the runs")
@@ -435,6 +455,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
     p = eng.add_parser("menu", help="write the fixture menu of patches for the `hasty` target (the CPU demonstration)")
     p.add_argument("--out", default="runs/engineer/menu.yaml")
+    p.add_argument("--without", nargs="+", default=[], metavar="KIND",
+                   help="leave these kinds out (helpful, wrong_point, malformed, no_op): `--without helpful` is a "
+                        "teacher that does not hold the answer")
     p.set_defaults(func=cmd_menu)
     p = eng.add_parser("base", help="every batch's base outcomes (fresh runs of the target, cached)")
     _add_source(p)
@@ -474,7 +497,9 @@ def _register_learning(eng: Any) -> None:
     p.add_argument("--updates", type=non_negative_int, default=10)
     p.add_argument("--batches-per-update", type=positive_int, default=4)
     p.add_argument("--k", type=positive_int, default=8, help="patches per batch (the GRPO group)")
-    p.add_argument("--normalize-std", action="store_true", help="divide advantages by the group's std")
+    p.add_argument("--normalize-std", action=argparse.BooleanOptionalAction, default=True,
+                   help="divide advantages by the group's std (Harness-R1's GRPO, the default; --no-normalize-std: "
+                        "the group mean only, as HarnessAdapt-RL's policy training)")
     p.add_argument("--resume", action="store_true")
     v = p.add_argument_group("--backend verl (GPUs: a one-turn agent loop, vLLM/SGLang rollouts)")
     v.add_argument("--backend", choices=["local", "verl"], default="local")
@@ -497,7 +522,9 @@ def _register_learning(eng: Any) -> None:
     p.add_argument("--heldout-instances", nargs="+", default=None, metavar="ID",
                    help="also score each patch on these tasks (less the batch's)")
     p.add_argument("--name", default="engineer", help="names the output files (eval-NAME.json, .jsonl)")
-    p.add_argument("--samples", type=positive_int, default=1, help="patches per batch (each its own seed)")
+    p.add_argument("--samples", type=positive_int, default=None,
+                   help="patches per batch (each its own seed; default 1); a proposer: its rounds per batch, each "
+                        "proposing a candidate not tried before (default 5, the schedule's rounds per epoch)")
     _add_target(p, "runs/engineer")
     _add_engineer(p, local=False)
     p.set_defaults(func=cmd_eval)
