@@ -11,7 +11,8 @@ not by a name that new weights can be served under.
   ``GET URL/models`` lists for NAME, and ``revision``, which the user supplies: a server's name for
   its model does not change when it is restarted on new weights, so without a revision the identity
   trusts the name (``weights_warning`` says so);
-- a scripted policy (``hasty``, ``oracle``, ...): its name and a hash of its class's source;
+- a scripted policy (``hasty``, ``oracle``, ...): its name and a hash of the source of the modules
+  its class and the classes it builds on live in, and of the registry's (where its plans are);
 - a client object: its type and name.
 
 Files are hashed once per process for a given (path, size, mtime).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -84,7 +86,15 @@ def weights_identity(spec: Any, revision: str | None = None, options: ModelOptio
 
     if spec in POLICIES:
         cls = type(make_policy(spec))
-        return {"kind": "scripted", "name": spec, "source": hashlib.sha256(inspect.getsource(cls).encode()).hexdigest()}
+        mods = {c.__module__ for c in cls.__mro__ if c.__module__.startswith("ha_agents.")}
+        # the modules its class and the library classes it builds on live in, the registry's (its plans),
+        # and the class itself (a policy a user registers from elsewhere)
+        source = "".join(inspect.getsource(sys.modules[m]) for m in sorted(mods | {"ha_agents.llm.policies"}))
+        try:
+            source += inspect.getsource(cls)
+        except (OSError, TypeError):  # a class made at run time: its qualified name only
+            source += f"{cls.__module__}.{cls.__qualname__}"
+        return {"kind": "scripted", "name": spec, "source": hashlib.sha256(source.encode()).hexdigest()}
     kind, _, arg = spec.partition(":")
     if kind == "hf":
         return _hf_identity(arg, revision)

@@ -58,9 +58,9 @@ from ha_envs.harness import HarnessSpec
 from ha_envs.messages import AssistantMessageSpace, MessageListSpace, message
 from ha_envs.task import Task
 
-from .patches import FORMAT, MAX_OPS, PatchError, apply_patch, parse_patch
 from ..proposers import catalogue_text
 from ..summary import digest
+from .patches import FORMAT, MAX_OPS, PatchError, apply_patch, parse_patch
 
 PATCH_GUIDE = f"""Reply with one patch in <patch>...</patch> (YAML or JSON), format {FORMAT}, at most {MAX_OPS} ops:
   add_hook {{hook: NAME | {{name, params}} | {{name, rule: {{point, trigger, message, max_fires, veto | rewrite | force}}}},

@@ -24,7 +24,7 @@ from ha_agents.runs.rollouts import collect
 from ha_cli.main import main
 from ha_envs.loaders import load_suite
 from ha_evolve.harness_r1.harness_edit import HarnessEditEnv, Target, scoring_seed
-from tests.conftest import require_bwrap
+from tests.conftest import require_bwrap, task_row
 
 SUITE = {t.instance_id: t for t in load_suite("mini")}
 IDS = ["mini__invoice_rounding", "mini__semver_ranges"]
@@ -96,21 +96,30 @@ def test_a_fault_is_not_cached_past_its_retry(tiny_task, tmp_path):
     assert second["rollouts"] == 2 and second["cache_hits"] == 0  # b on each side again, a from the cache
 
 
-def test_the_outcome_cache_is_keyed_by_the_weights_not_the_name(tiny_task, tmp_path):
+def test_the_outcome_cache_is_keyed_by_the_weights_not_the_name(tiny_task, tmp_path, capsys):
+    """Through the CLI: the same served name with the same --model-revision reads the cache, with
+    another it runs again; without one, a warning says the cache trusts the name."""
     require_bwrap()
-    tasks, respond = _server_target(tiny_task, {"b": False})
-    tasks = tasks[:1]
+    _, respond = _server_target(tiny_task, {"b": False})
+    (tmp_path / "t.jsonl").write_text(json.dumps(task_row(tiny_task)) + "\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "trajectories.jsonl").write_text("")
+    (tmp_path / "b.json").write_text(json.dumps({"run": str(tmp_path / "run"), "batches": [[tiny_task.instance_id]]}))
+    (tmp_path / "p.txt").write_text(NEUTRAL)
 
-    def score(revision):
-        env = HarnessEditEnv(Target.create(f"openai:m@{srv.url}", "h0", revision=revision), tasks,
-                             [[tasks[0].instance_id]], [], tmp_path / "e")
-        env.reset()
-        return env.step(NEUTRAL)[4]
+    def score(*revision):
+        assert main(["engineer", "score", "--jsonl", str(tmp_path / "t.jsonl"), "--batches", str(tmp_path / "b.json"),
+                     "--model", f"openai:m@{srv.url}", *revision, "--runs", "1", "--patch", str(tmp_path / "p.txt"),
+                     "--out", str(tmp_path / "s"), "--json"]) == 0
+        printed = capsys.readouterr()
+        return json.loads(printed.out)["rollouts"], printed.err
 
     with FakeOpenAIServer(respond, models=["m"]) as srv:
-        assert score("r1")["rollouts"] == 2
-        assert score("r1")["rollouts"] == 0  # the same weights: cached
-        assert score("r2")["rollouts"] == 2  # new weights under the same name: run again
+        assert score("--model-revision", "r1")[0] == 2
+        assert score("--model-revision", "r1")[0] == 0  # the same weights: cached
+        assert score("--model-revision", "r2")[0] == 2  # new weights under the same name: run again
+        rollouts, err = score()
+        assert rollouts == 2 and "pass --model-revision" in err
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "qwen2"}')
