@@ -8,15 +8,17 @@ Set-up, per seed (every step is an `ha` command a user can run; the script print
    turns it careful; reminders are ignored) is run once on the tasks (``ha eval``); its failures on
    the RL partition form the batches (``ha engineer batches``), the rest of the tasks are held out;
 2. the warm start: the fixture menu (``ha engineer menu``: a helpful veto, the same advice as a
-   pre-decision reminder, a malformed patch, a no-op) is the teacher; ``ha engineer sft-data
-   --keep all`` scores every drawn candidate and ``ha engineer sft --init-model qwen`` fine-tunes a
-   tiny engineer on the whole mixture, so it starts writing each kind about equally often;
+   pre-decision reminder, a malformed patch, a no-op; ``--teacher-without helpful``: a teacher
+   without the answer) is the teacher; ``ha engineer sft-data`` scores every drawn candidate and
+   keeps the verified ones (``--sft-keep all``: the whole mixture, as the recorded runs, so the
+   engineer starts writing each kind about equally often) and ``ha engineer sft --init-model qwen``
+   fine-tunes a tiny engineer on them;
 3. GRPO (``ha engineer train``): K patches per batch and update, reward = mean(patched - base)
    over the batch's tasks, m runs per task with common seeds;
 4. evaluation (``ha engineer eval``): the trained engineer's and the warm start's patch per batch
    (the training temperature, 0.5: a tiny model copies a patch faithfully there; the same seeds), on the batch and on the held-out tasks, with paired CIs;
 5. comparisons (``ha engineer eval``): fixed editors with no training, the rule proposer
-   (``--engineer proposer:rule``) and the teacher (``menu:``, drawing from its four patches); no
+   (``--engineer proposer:rule``, over all its rounds: 5) and the teacher (``menu:``, drawing from its four patches); no
    patch is 0 by definition and the warm start is SFT only; and the lifecycle ablation (``ha engineer
    ablate``) of a patch touching two points (the veto at pre-action and the reminder at pre-decision);
 6. unseen targets: the same engineers on ``hasty`` with other base harnesses (``--unseen-harnesses``,
@@ -70,10 +72,11 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
              "--partition-seed", str(seed), "--out", str(d / "batches.json")])
     if not json.loads((d / "batches.json").read_text())["batches"]:
         raise SystemExit(f"seed {seed}: the target failed fewer than 2 RL tasks; no batch")
-    run(["engineer", "menu", "--out", str(d / "menu.yaml")])
+    run(["engineer", "menu", "--out", str(d / "menu.yaml")]
+        + (["--without", *args.teacher_without] if args.teacher_without else []))
     if not done("e/sft.jsonl"):
         run(["engineer", "sft-data", *src, "--batches", str(d / "batches.json"), "--teacher", f"menu:{d / 'menu.yaml'}",
-             "--samples", "16", "--keep", "all", *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
+             "--samples", "16", "--keep", args.sft_keep, *target, "--engineer-seed", str(seed), "--out", str(d / "e")])
     if not done("sft/model"):
         run(["engineer", "sft", "--data", str(d / "e" / "sft.jsonl"), "--engineer", str(d / "engineer0"),
              "--init-model", "qwen", "--epochs", str(args.sft_epochs), "--lr", "3e-3", "--engineer-seed", str(seed),
@@ -92,11 +95,12 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> dict:
              "--samples", str(args.eval_samples),
              "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
         evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
-    # the comparison rows (item 6): fixed editors, no training: the rule proposer's candidate for each
-    # batch written as a patch, and the teacher (the fixture menu) drawing its patches at random
-    for name, engineer in (("rule", "proposer:rule"), ("teacher", f"menu:{d / 'menu.yaml'}")):
+    # the comparison rows (item 6): fixed editors, no training: the rule proposer's candidates for each
+    # batch over all its rounds (5, the schedule's) written as patches, and the teacher (the fixture
+    # menu) drawing its patches at random
+    for name, engineer, samples in (("rule", "proposer:rule", 5), ("teacher", f"menu:{d / 'menu.yaml'}", args.eval_samples)):
         run(["engineer", "eval", *src, "--batches", str(d / "batches.json"), "--engineer", engineer,
-             "--heldout", "test", "--name", name, *target, "--samples", str(args.eval_samples),
+             "--heldout", "test", "--name", name, *target, "--samples", str(samples),
              "--engineer-seed", str(seed + 1000), "--out", str(d / "e")])
         evals[name] = json.loads((d / "e" / f"eval-{name}.json").read_text())
     # the lifecycle ablation on a patch that touches two points: the teacher's helpful veto (pre-action)
@@ -180,6 +184,11 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--eval-samples", type=int, default=8, help="patches per batch in the evaluation")
     ap.add_argument("--sft-epochs", type=int, default=150)
+    ap.add_argument("--sft-keep", choices=["verified", "all"], default="verified",
+                    help="the warm start's demonstrations (`ha engineer sft-data --keep`; recorded runs before "
+                         "2026-12-07 used all: a mixture)")
+    ap.add_argument("--teacher-without", nargs="*", default=[], metavar="KIND",
+                    help="menu kinds the teacher lacks (`ha engineer menu --without`; helpful: no answer in its menu)")
     ap.add_argument("--temperature", type=float, default=0.5, help="the engineer's sampling temperature")
     ap.add_argument("--tasks", nargs="+", default=TASKS)
     ap.add_argument("--rl-share", type=float, default=0.67)
@@ -216,7 +225,7 @@ def main() -> None:
         for name, e in r["eval"].items():
             print(f"  seed {r['seed']} {name:<8} {eval_line(e)}  "
                   f"overfit gap {e['overfit_gap'] if e['overfit_gap'] is not None else float('nan'):+.3f}")
-    from ha_evolve.harness_edit import paired_ci
+    from ha_evolve.harness_r1.harness_edit import paired_ci
 
     if args.unseen_harnesses:
         print("\nunseen targets (hasty on another base harness; the engineers were trained against h0): reward on "

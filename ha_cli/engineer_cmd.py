@@ -52,7 +52,7 @@ def _pick(data: dict[str, Any], k: int) -> list[str]:
 
 
 def cmd_batches(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import failure_batches, partition
+    from ha_evolve.harness_r1.harness_edit import failure_batches, partition
 
     tasks = {t.instance_id: t for t in _tasks(args)}
     records = _records(args.run)
@@ -74,7 +74,7 @@ def cmd_batches(args: argparse.Namespace) -> int:
 def _no_batch(records: list[dict[str, Any]], tasks: dict[str, Any], args: argparse.Namespace,
               only: set[str] | None) -> str:
     """Why ``ha engineer batches`` found no batch of ``--n`` failed tasks, and what to change."""
-    from ha_evolve.harness_edit import failure_batches
+    from ha_evolve.harness_r1.harness_edit import failure_batches
 
     failed = sum(len(b) for b in failure_batches(records, tasks, 1, only=only))
     where = f"of the {len(only or ())} tasks of partition {args.partition}" if args.partition else \
@@ -86,7 +86,7 @@ def _no_batch(records: list[dict[str, Any]], tasks: dict[str, Any], args: argpar
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     from ha_envs.harness import load_spec
-    from ha_evolve.harness_edit import engineer_prompt
+    from ha_evolve.harness_r1.harness_edit import engineer_prompt
 
     data = _batches(args.batches)
     tasks = {t.instance_id: t for t in _tasks(args)}
@@ -96,7 +96,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import HarnessEditEnv
+    from ha_evolve.harness_r1.harness_edit import HarnessEditEnv
 
     data = _batches(args.batches)
     _pick(data, args.batch)
@@ -129,7 +129,12 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
     g.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
     g.add_argument("--harness", default="h0", help="the target's base harness")
     g.add_argument("--runs", type=positive_int, default=2, help="episodes per task on each side (m)")
-    g.add_argument("--seed", type=int, default=0, help="the target's common seeds (both sides)")
+    g.add_argument("--seed", type=int, default=0,
+                   help="the target's common seeds (both sides; the scoring runs draw from a stream of their own, "
+                        "disjoint from the selection run's)")
+    g.add_argument("--model-revision", default=None, metavar="REV",
+                   help="the target's weights revision (a checkpoint tag or hash): with an openai: server, what tells "
+                        "new weights served under the same name apart in the outcome cache")
     g.add_argument("--sandbox", choices=["local", "docker"], default="local")
     g.add_argument("--workers", type=positive_int, default=2)
     g.add_argument("--budget-chars", type=int, default=24000, help="the prompt's character budget")
@@ -140,18 +145,22 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
 
 def _target(args: argparse.Namespace) -> Any:
     from ha_agents.llm.options import ModelOptions
+    from ha_agents.llm.weights import weights_warning
     from ha_cli.model_check import preflight
-    from ha_evolve.harness_edit import Target
+    from ha_evolve.harness_r1.harness_edit import Target
 
     if not getattr(args, "dry_run", False):  # a dry run contacts no model
         preflight(args, [("--model", args.model)], ModelOptions(temperature=args.temperature, top_p=args.top_p))
-
+    warning = weights_warning(args.model, args.model_revision)
+    if warning:
+        print(warning, file=sys.stderr)
     return Target.create(args.model, args.harness, sandbox=args.sandbox, runs=args.runs, seed=args.seed,
-                         temperature=args.temperature, top_p=args.top_p, workers=args.workers)
+                         temperature=args.temperature, top_p=args.top_p, workers=args.workers,
+                         revision=args.model_revision)
 
 
 def _env(args: argparse.Namespace, data: dict[str, Any] | None = None, batches: list[list[str]] | None = None):
-    from ha_evolve.harness_edit import HarnessEditEnv
+    from ha_evolve.harness_r1.harness_edit import HarnessEditEnv
 
     if args.runs < 1:
         raise ValueError(f"--runs {args.runs}: at least 1")
@@ -166,7 +175,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def cmd_base(args: argparse.Namespace) -> int:
-    from ha_evolve.harness_edit import run_side
+    from ha_evolve.harness_r1.harness_edit import run_side
 
     env = _env(args)
     rows = []
@@ -198,7 +207,7 @@ def _row_line(r: dict[str, Any]) -> str:
 
 
 def cmd_sft_data(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import sft_data
+    from ha_evolve.harness_r1.engineer import sft_data
 
     teacher = _client(args.teacher, args, "--teacher")  # checked before the target's runs start
     env = _env(args)
@@ -226,7 +235,7 @@ def _local_trainer(args: argparse.Namespace) -> Any:
 
 
 def cmd_sft(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import read_rows, sft_samples
+    from ha_evolve.harness_r1.engineer import read_rows, sft_samples
 
     rows = read_rows(args.data)
     if not rows:
@@ -256,7 +265,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from ha_agents.train.base import BatchPolicy
     from ha_agents.train.driver import TrainConfig, train
-    from ha_evolve.engineer import EngineerSource, batch_items
+    from ha_evolve.harness_r1.engineer import EngineerSource, batch_items
 
     data = _batches(args.batches)
     if args.backend == "verl":
@@ -282,11 +291,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
-    """verl's GRPO of the engineer: the one-turn agent loop (``ha_evolve.verl_engineer``), a row per
+    """verl's GRPO of the engineer: the one-turn agent loop (``ha_evolve.harness_r1.verl_engineer``), a row per
     failure batch, Harness-R1's recipe (K patches per batch, lr 1e-6 constant, clip 0.2 / 0.28, no
     KL), written to OUT/verl; then verl's trainer, or with --dry-run its command."""
     from ha_agents.train.verl_launch import _task_source, paper_overrides, start
-    from ha_evolve.verl_engineer import AGENT_NAME, engineer_loop_yaml, write_batch_dataset
+    from ha_evolve.harness_r1.verl_engineer import AGENT_NAME, engineer_loop_yaml, write_batch_dataset
 
     if args.resume:
         raise ValueError("--resume is the local backend's; verl resumes from its checkpoints (trainer.resume_mode)")
@@ -312,8 +321,12 @@ def _train_verl(args: argparse.Namespace, data: dict[str, Any]) -> int:
     return start(overrides, args.dry_run)
 
 
+PROPOSER_ROUNDS = 5
+"""A proposer's rounds per batch in ``ha engineer eval`` (the evolution schedule's default rounds)."""
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import evaluate
+    from ha_evolve.harness_r1.engineer import evaluate
 
     data = _batches(args.batches)
     env = _env(args, data)
@@ -327,7 +340,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ValueError(f"--heldout {args.heldout}: the batches file has partitions {sorted(parts) or 'none'}")
         held += [i for i in parts[args.heldout] if i in env.tasks and i not in held]
     if args.engineer.startswith("proposer:"):  # a whole-spec proposer's candidate written as a patch
-        from ha_evolve.engineer import ProposerEngineer
+        from ha_evolve.harness_r1.engineer import ProposerEngineer
         from ha_evolve.proposers import make_proposer
 
         client = ProposerEngineer(make_proposer(args.engineer.split(":", 1)[1]), env)
@@ -343,13 +356,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(_row_line(r) + (f"; held-out {r['heldout']['delta']:+.3f} on {len(r['heldout']['tasks'])} tasks"
                               if r.get("heldout") else ""), flush=True)
 
+    samples = args.samples or (PROPOSER_ROUNDS if args.engineer.startswith("proposer:") else 1)
     if client is None:  # no patch: the baseline row of a comparison (reward 0 by construction, no rollout)
         from ha_agents.llm.scripted import ScriptedClient
 
-        client = ScriptedClient(["no patch"] * len(env.batches) * args.samples, name="none")
-    if args.samples < 1:
-        raise ValueError(f"--samples {args.samples}: at least 1")
-    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row, samples=args.samples)
+        client = ScriptedClient(["no patch"] * len(env.batches) * samples, name="none")
+    result = evaluate(client, env, held, seed=args.engineer_seed, on_row=on_row, samples=samples)
     s = result["summary"]
     (out / f"eval-{args.name}.json").write_text(json.dumps({"engineer": args.engineer, "heldout": args.heldout,
                                                             **s}, indent=1))
@@ -363,7 +375,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from ha_evolve.engineer import ablate
+    from ha_evolve.harness_r1.engineer import ablate
 
     env = _env(args)
     reply = Path(args.patch).read_text() if args.patch != "-" else sys.stdin.read()
@@ -378,11 +390,18 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_menu(args: argparse.Namespace) -> int:
     import yaml
 
-    from ha_evolve.engineer import FIXTURE_MENU
+    from ha_evolve.harness_r1.engineer import FIXTURE_MENU
 
+    kinds = [m["kind"] for m in FIXTURE_MENU]
+    unknown = sorted(set(args.without) - set(kinds))
+    if unknown:
+        raise ValueError(f"--without {' '.join(unknown)}: the menu's kinds are {', '.join(kinds)}")
+    menu = [m for m in FIXTURE_MENU if m["kind"] not in set(args.without)]
+    if not menu:
+        raise ValueError("--without leaves no patch in the menu")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(yaml.safe_dump(FIXTURE_MENU, sort_keys=False))
-    print(f"{len(FIXTURE_MENU)} patches ({', '.join(m['kind'] for m in FIXTURE_MENU)}) -> {args.out} "
+    Path(args.out).write_text(yaml.safe_dump(menu, sort_keys=False))
+    print(f"{len(menu)} patches ({', '.join(m['kind'] for m in menu)}) -> {args.out} "
           f"(use as --teacher menu:{args.out})")
     return 0
 
@@ -426,6 +445,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--model", required=True, help="the frozen target (a model spec as for `ha eval`)")
             p.add_argument("--runs", type=positive_int, default=2, help="episodes per task on each side")
             p.add_argument("--seed", type=int, default=0)
+            p.add_argument("--model-revision", default=None, metavar="REV", help="the target's weights revision")
             p.add_argument("--sandbox", choices=["local", "docker"], default="local")
             p.add_argument("--workers", type=positive_int, default=2)
             p.add_argument("--out", default="runs/engineer/score", help="scores.jsonl, the cache and the runs")
@@ -435,6 +455,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
     p = eng.add_parser("menu", help="write the fixture menu of patches for the `hasty` target (the CPU demonstration)")
     p.add_argument("--out", default="runs/engineer/menu.yaml")
+    p.add_argument("--without", nargs="+", default=[], metavar="KIND",
+                   help="leave these kinds out (helpful, wrong_point, malformed, no_op): `--without helpful` is a "
+                        "teacher that does not hold the answer")
     p.set_defaults(func=cmd_menu)
     p = eng.add_parser("base", help="every batch's base outcomes (fresh runs of the target, cached)")
     _add_source(p)
@@ -474,7 +497,9 @@ def _register_learning(eng: Any) -> None:
     p.add_argument("--updates", type=non_negative_int, default=10)
     p.add_argument("--batches-per-update", type=positive_int, default=4)
     p.add_argument("--k", type=positive_int, default=8, help="patches per batch (the GRPO group)")
-    p.add_argument("--normalize-std", action="store_true", help="divide advantages by the group's std")
+    p.add_argument("--normalize-std", action=argparse.BooleanOptionalAction, default=True,
+                   help="divide advantages by the group's std (Harness-R1's GRPO, the default; --no-normalize-std: "
+                        "the group mean only, as HarnessAdapt-RL's policy training)")
     p.add_argument("--resume", action="store_true")
     v = p.add_argument_group("--backend verl (GPUs: a one-turn agent loop, vLLM/SGLang rollouts)")
     v.add_argument("--backend", choices=["local", "verl"], default="local")
@@ -497,7 +522,9 @@ def _register_learning(eng: Any) -> None:
     p.add_argument("--heldout-instances", nargs="+", default=None, metavar="ID",
                    help="also score each patch on these tasks (less the batch's)")
     p.add_argument("--name", default="engineer", help="names the output files (eval-NAME.json, .jsonl)")
-    p.add_argument("--samples", type=positive_int, default=1, help="patches per batch (each its own seed)")
+    p.add_argument("--samples", type=positive_int, default=None,
+                   help="patches per batch (each its own seed; default 1); a proposer: its rounds per batch, each "
+                        "proposing a candidate not tried before (default 5, the schedule's rounds per epoch)")
     _add_target(p, "runs/engineer")
     _add_engineer(p, local=False)
     p.set_defaults(func=cmd_eval)

@@ -4,4 +4,4 @@ and Harness-R1's harness-editing environment, ``gymnasium.make("ha_evolve/Harnes
 import gymnasium
 
 if "ha_evolve/HarnessEdit-v0" not in gymnasium.registry:
-    gymnasium.register(id="ha_evolve/HarnessEdit-v0", entry_point="ha_evolve.harness_edit:make_harness_edit")
+    gymnasium.register(id="ha_evolve/HarnessEdit-v0", entry_point="ha_evolve.harness_r1.harness_edit:make_harness_edit")

@@ -5,7 +5,13 @@ A screen rejects a skill that leaks the answer: repository paths or file names, 
 repository (names its source files define, its file and directory names) or of the gold patch,
 the fix's identifiers paraphrased as words (``_restart_ttl`` as "restart the TTL", ``LRUStore``
 as "LRU store"), diff or code text. Plain English that happens to hold a keyword ("verify each
-class separately") passes. A rejected skill is asked for again with the
+class separately") passes. A second, independent check reads for meaning (``points_at_the_fix``):
+a near-answer hint in plain words says *where* the fix goes and *how much* changes ("round half-up
+in the money helper; only that line changes") even when it names nothing, so a skill that names a
+place of the fix in words (a word of a touched file or of the function a hunk changes, beside a
+word for a place in code: helper, module, function, ...), bounds the edit ("only that line", "a
+one-line change", "the fix is in"), or says part of a changed name ("half up" for
+``ROUND_HALF_UP``) is rejected too. A rejected skill is asked for again with the
 reasons (at most ``retries`` times, the paper's 3); then the task goes without. Skills are shown to
 the policy during training as a non-trainable ``source="skill"`` message (``RepairEnv.reset``
 option ``skill``) and never at evaluation.
@@ -165,6 +171,54 @@ def answer_identifiers(task: Task) -> set[str]:
     return {n for n in names if len(n) >= 3 and n.lower() not in _COMMON}
 
 
+_SCOPE = re.compile(r"\b(?:only|just)\s+(?:that|this|the|one)\s+(?:\w+\s+)?(?:line|call|constant|expression)s?\b|"
+                    r"\b(?:one|single|two)[- ]line(?:r|s)?\b|\b(?:that|this)\s+(?:one\s+)?line\s+(?:changes|needs|is)\b|"
+                    r"\bthe\s+(?:fix|bug|change|error|fault|mistake)\s+(?:is|lies|goes|sits|belongs)\s+(?:in|at|on)\b|"
+                    r"\b(?:nothing|no\s+other\s+\w+)\s+else\s+(?:changes|needs)\b", re.I)
+_PLACE = (r"(?:helpers?|module|modules|file|files|function|functions|method|methods|class|routine|utility|"
+          r"utilities|utils?|line|call|constant|import|package)")
+_LAYOUT = {"src", "lib", "pkg", "app", "set", "base", "main", "util", "utils", "core", "internal", "cmd", "test",
+           "tests", "common"}
+"""Directory and name parts too generic to place a fix."""
+_GLUE = r"(?:of|and|or|to|in|on|at|by|the|a|an|for|with|from|into|than|as|is|are)"
+_HUNK_DEF = re.compile(r"^@@[^@]*@@.*?\b(?:def|class|function|func|fn)\s+([A-Za-z_]\w*)", re.M)
+
+
+def fix_places(task: Task) -> set[str]:
+    """Plain words for where the gold patch goes: the words of its files' and directories' names
+    and of the functions its hunks change (``invoicing/money.py``, ``def round_money`` -> invoicing,
+    money, round), less common English."""
+    words: set[str] = set()
+    for section in split_patch(task.gold_patch):
+        for path in section_paths(section):
+            for part in path.split("/"):
+                words.update(split_words(part.rsplit(".", 1)[0]))
+        for name in _HUNK_DEF.findall(section):
+            words.update(split_words(name))
+    return {w for w in words if len(w) >= 3 and not w.isdigit() and w not in _COMMON and w not in _LAYOUT}
+
+
+def points_at_the_fix(skill: str, task: Task) -> list[str]:
+    """Why ``skill`` reads as a near-answer hint though it names nothing (see the module's text)."""
+    reasons = []
+    for word in sorted(fix_places(task)):
+        m = re.search(rf"\b{re.escape(word)}(?:s|es|ed|d|ing)?\b(?:\W+(?!{_GLUE}\b)\w+)?\W+{_PLACE}\b", skill, re.I)
+        if m:
+            reasons.append(f"points at where the fix goes ({m.group(0)!r})")
+            break
+    scope = _SCOPE.search(skill)
+    if scope:
+        reasons.append(f"bounds the edit as an answer would ({scope.group(0)!r})")
+    for ident in sorted(answer_identifiers(task)):
+        words = [w for w in split_words(ident.rsplit(".", 1)[0]) if len(w) >= 2]
+        pairs = [(a, b) for a, b in zip(words, words[1:]) if not (a in _COMMON and b in _COMMON)] if len(words) >= 3 else []
+        hit = next((m for a, b in pairs if (m := re.search(rf"\b{a}\W+{b}\b", skill, re.I))), None)
+        if hit:
+            reasons.append(f"says part of a name the fix adds ({hit.group(0)!r} of {ident})")
+            break
+    return reasons
+
+
 def screen(skill: str, task: Task, repo: RepoNames | None = None) -> Screen:
     """Why ``skill`` may not be used (empty: it may). ``repo``: the repository's names
     (:func:`repository_names`, computed when not given)."""
@@ -197,6 +251,7 @@ def screen(skill: str, task: Task, repo: RepoNames | None = None) -> Screen:
                 said.append(f"{m.group(0)!r} for {ident}")
     if said:
         reasons.append("paraphrases identifiers of the fix: " + ", ".join(said[:4]))
+    reasons += points_at_the_fix(skill, task)
     return Screen(not reasons, tuple(reasons))
 
 

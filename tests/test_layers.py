@@ -32,6 +32,7 @@ LAYERS = [  # lowest first; a module may import its own layer's modules and any 
     ("agents: adapters", ("ha_agents.adapters",)),
     ("agents", ("ha_agents",)),
     ("evolution", ("ha_evolve",)),
+    ("evolution: Harness-R1", ("ha_evolve.harness_r1",)),
     ("cli", ("ha_cli",)),
 ]
 
@@ -141,6 +142,7 @@ def test_the_checker_sees_a_circle():
     assert _layer("ha_envs.sandbox.base") < _layer("ha_envs.sandbox.provision.pyenv") < _layer("ha_envs.sandbox.local")
     assert _layer("ha_agents.chat.template") < _layer("ha_agents.loop") < _layer("ha_agents.runs.rollouts")
     assert _layer("ha_agents.runs.rollouts") < _layer("ha_agents.train.driver") < _layer("ha_agents")
+    assert _layer("ha_evolve.schedule") < _layer("ha_evolve.harness_r1.engineer") < _layer("ha_cli.main")
 
 
 def test_no_library_function_is_over_80_lines():

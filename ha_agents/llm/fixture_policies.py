@@ -17,11 +17,18 @@ not show, in its outcomes:
   pre-action hook that stops its submit (a veto), or a post-feedback hook that shows it a test run
   it did not ask for (a forced run: ``[the harness ran: ...]``). Reminders (any other hook text,
   before a decision or after feedback) are ignored, so a patch at the wrong lifecycle point does
-  not help.
+  not help;
+- ``hasty_prompt`` is ``hasty`` whose coin is drawn from the sampling seed *and the prompt* (the
+  first observation and the tools' schemas), as a seeded LLM's draw changes with its prompt: a
+  harness change that only rewrites the prompt (a tool it never calls) leaves its success rate at
+  ``p_careful`` but redraws every episode's coin. Against it a reward that reuses the run which
+  selected the failures (seed for seed) pays a neutral patch.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from typing import Any, Callable
 
@@ -134,3 +141,22 @@ class HastyPolicy(_Deciding):
         out = super().act(observation, info)
         self._submitted = not self._careful and not self._plan  # the hasty plan's last call is its submit
         return out
+
+
+class PromptHastyPolicy(HastyPolicy):
+    """``hasty`` with the careful coin drawn from (sampling seed, a digest of the prompt): the first
+    observation's texts and the tools' schemas."""
+
+    name = "hasty_prompt"
+
+    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        if self._plan is None:
+            prompt = json.dumps([[str(m.get("content", "")) for m in observation], self._info.get("tools") or []],
+                                sort_keys=True, default=str)
+            self._prompt = hashlib.sha256(prompt.encode()).hexdigest()[:16]
+        return super().act(observation, info)
+
+    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        rng = random.Random(f"{seed}/{self._prompt}") if seed is not None else random.Random()
+        self._careful = rng.random() < self.p_careful
+        return self.solve(task, info) if self._careful else _give_up(info)

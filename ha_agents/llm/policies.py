@@ -21,7 +21,7 @@ from ha_envs.sandbox.provision.workcopy import prepare_snapshot
 from ha_envs.task import Task
 
 from .patch_edits import PatchEditError, patch_to_edits
-from .fixture_policies import CoinPolicy, HastyPolicy, ToolUserPolicy
+from .fixture_policies import CoinPolicy, HastyPolicy, PromptHastyPolicy, ToolUserPolicy
 
 
 class Policy(Protocol):
@@ -136,7 +136,7 @@ def _oracle_plan(task: Task, info: dict[str, Any]) -> list[ToolCall]:
 POLICIES: dict[str, Callable[[], Policy]] = {
     "oracle": OraclePolicy, "null": NullPolicy,
     "tool_user": lambda: ToolUserPolicy(_oracle_plan), "coin": lambda: CoinPolicy(_oracle_plan),
-    "hasty": lambda: HastyPolicy(_oracle_plan)}
+    "hasty": lambda: HastyPolicy(_oracle_plan), "hasty_prompt": lambda: PromptHastyPolicy(_oracle_plan)}
 """Policy factories by name (``--model NAME``)."""
 
 

@@ -15,7 +15,7 @@ task and sample) -> ``prepare_batch`` (the drop / mask policy of ``base.BatchPol
 - ``training.png``: reward and trainable rate per update.
 
 Where an update's groups come from is a ``RolloutSource``: by default ``EpisodeSource``, repair
-episodes of the current harness through ``collect()``; the harness engineer (``ha_evolve.engineer``)
+episodes of the current harness through ``collect()``; the harness engineer (``ha_evolve.harness_r1.engineer``)
 gives its own (one-turn episodes of ``HarnessEditEnv``), and every other step of the loop, the
 batch policy, the update, the metrics and the checkpoints, is this one.
 

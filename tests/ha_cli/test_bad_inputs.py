@@ -9,7 +9,7 @@ import json
 import pytest
 
 from ha_cli.main import build_parser, main
-from ha_evolve.harness_edit import partition
+from ha_evolve.harness_r1.harness_edit import partition
 from ha_envs.loaders import load_suite
 from tests.conftest import task_row
 

@@ -18,7 +18,7 @@ from ha_envs.loaders import load_suite
 from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
 from ha_evolve.schedule import EvolveConfig
 
-from .test_engineer import _Recorder
+from .harness_r1.test_engineer import _Recorder
 
 IDS = ["mini__ini_interpolation", "mini__invoice_rounding", "mini__url_router", "mini__semver_ranges"]
 

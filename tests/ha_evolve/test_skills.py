@@ -92,3 +92,36 @@ def test_screen_keeps_innocent_text():
                  "Clock skew between reads and writes matters: compare at the boundary itself.",
                  GOOD]:
         assert screen(text, TASK).ok, (text, screen(text, TASK))
+
+
+MONEY = next(t for t in load_suite("mini") if t.instance_id == "mini__invoice_rounding")
+HINTS = [  # near-answer hints in plain words: no file, path, identifier or code
+    ("round the amount half-up to the cent in the money helper; only that line changes", "points at where"),
+    ("Round halves away from zero to whole cents in the money helper.", "points at where"),
+    ("The rounding function goes through a float; make it quantise exactly.", "points at where"),
+    ("Halves must go away from zero. It is a one-line change.", "bounds the edit"),
+    ("Amounts drift at exact halves; the fix is in how amounts are rounded, nothing else changes.", "bounds the edit"),
+    ("Use half up rounding for every amount.", "says part of a name"),
+]
+MECHANISMS = [  # mechanism-level skills: when the strategy applies and why, no place and no edit
+    "When amounts cross from binary floating point to exact decimals, halves can drift; keep the arithmetic exact "
+    "until the final rounding step, apply the rule the specification states, and check inputs that land on a half.",
+    "When a reported total differs by the smallest unit, reproduce it with the exact inputs from the report, find "
+    "the first intermediate value that differs, and fix the cause rather than adjusting the total.",
+]
+
+
+def test_the_screen_reads_near_answer_hints_for_meaning():
+    """Hints that name nothing still say where the fix goes or how small it is: the meaning check
+    rejects them (each for its reason) while mechanism skills pass on this task and on every task."""
+    from ha_evolve.skills import SKILL_LIBRARY, points_at_the_fix
+
+    for hint, why in HINTS:
+        verdict = screen(hint, MONEY)
+        assert not verdict.ok and any(why in r for r in points_at_the_fix(hint, MONEY)), (hint, verdict)
+    for skill in MECHANISMS:
+        assert screen(skill, MONEY).ok, screen(skill, MONEY)
+    for task in load_suite("mini"):
+        for skill in [*SKILL_LIBRARY.values(), *MECHANISMS[1:]]:
+            assert screen(skill, task).ok, (task.instance_id, skill, screen(skill, task))
+    assert screen(GOOD, TASK).ok and points_at_the_fix("The order of function calls matters.", MONEY) == []

@@ -7,14 +7,19 @@ sees a batch of the target's failed tasks and writes a ``harnessadapt-patch-v1``
     reward = mean over the batch's tasks of (patched success - base success)
 
 each side ``runs`` episodes per task with common seeds (member k of task t samples with the same
-seed on either side). Both sides are fresh runs: the run that selected the failures is biased low
-(against it a no-op patch would earn a positive reward). Base outcomes are computed once per batch
-and cached; patched outcomes are cached by the *applied spec's hash* (two patches that produce the
-same harness run once), both keyed by the whole target (model, sampling, base spec, sandbox, grader
-version, runs, seed), with a file lock per key so concurrent workers never run a key twice. An
-infrastructure fault (a masked episode) is retried once; a task still masked on either side drops
-out of both; more than ``max_masked_share`` dropped masks the sample. A fault is never cached as a
-failure.
+seed on either side). Both sides are fresh runs, and their seeds come from a stream disjoint from
+the run that selected the failures: ``scoring_seed(seed)``, not ``seed`` itself. That run is biased
+low (its tasks are there because they failed), and against a target whose draw depends on its
+prompt (any seeded LLM) a base side replaying it seed for seed would pay a neutral patch that only
+changes the prompt; ``HarnessEditEnv`` refuses records whose episode seeds meet the scoring
+stream's. Base outcomes are computed once per batch and cached; patched outcomes are cached by the
+*applied spec's hash* (two patches that produce the same harness run once), both keyed by the whole
+target (the weights' identity, ``ha_agents.llm.weights``, not the model's name; sampling, base spec,
+sandbox, grader version, runs, seed), with a file lock per key so concurrent workers never run a key
+twice. An infrastructure fault (a masked episode) is retried once; a task still masked on either
+side drops out of both for this score only: the cache holds graded outcomes alone, so the next
+score of that key runs the faulted task again. More than ``max_masked_share`` dropped masks the
+sample.
 
 - ``failure_batches``: seeded batches of failed, unmasked tasks from a target's records, one
   benchmark per batch, spread across repositories;
@@ -35,7 +40,7 @@ import hashlib
 import json
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -43,8 +48,9 @@ import gymnasium
 import numpy as np
 import yaml
 
-from ha_agents.episode import EpisodeConfig
+from ha_agents.episode import EpisodeConfig, episode_seed
 from ha_agents.llm.options import ModelOptions
+from ha_agents.llm.weights import weights_identity
 from ha_agents.records.episode_record import classify
 from ha_agents.runs.compare import percentile_interval
 from ha_agents.runs.rollouts import collect
@@ -52,9 +58,9 @@ from ha_envs.harness import HarnessSpec
 from ha_envs.messages import AssistantMessageSpace, MessageListSpace, message
 from ha_envs.task import Task
 
+from ..proposers import catalogue_text
+from ..summary import digest
 from .patches import FORMAT, MAX_OPS, PatchError, apply_patch, parse_patch
-from .proposers import catalogue_text
-from .summary import digest
 
 PATCH_GUIDE = f"""Reply with one patch in <patch>...</patch> (YAML or JSON), format {FORMAT}, at most {MAX_OPS} ops:
   add_hook {{hook: NAME | {{name, params}} | {{name, rule: {{point, trigger, message, max_fires, veto | rewrite | force}}}},
@@ -136,6 +142,17 @@ def engineer_prompt(spec: HarnessSpec, batch: list[str], records: list[dict[str,
 
 # -- the target and its outcomes -----------------------------------------------------------------
 
+SCORING_STREAM = "harness-r1/scoring-v1"
+"""Names the seed stream of the scoring runs (part of every cache key)."""
+
+
+def scoring_seed(seed: int | None) -> int | None:
+    """The run seed of the scoring runs for the target's ``seed``: a stream of its own, so that no
+    scoring episode replays an episode of the run that selected the failures (which ran at
+    ``seed``). None stays None (unseeded: fresh draws)."""
+    return None if seed is None else episode_seed(seed, SCORING_STREAM, 0)
+
+
 @dataclass(frozen=True)
 class Target:
     """The frozen agent whose harness the engineer edits: a model and how its episodes are set up
@@ -148,34 +165,51 @@ class Target:
     runs: int = 1
     """Episodes per task on each side (m)."""
     workers: int = 2
+    revision: str | None = None
+    """The weights' revision as the user names it (a checkpoint's tag or hash): part of the weights'
+    identity, what tells apart new weights served under an old name."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.episodes, EpisodeConfig):
             object.__setattr__(self, "episodes", EpisodeConfig.create(self.episodes, seed=0))
+        object.__setattr__(self, "_weights", None)
 
     @classmethod
     def create(cls, model: str, harness: Any = "h0", *, sandbox: str = "local", runs: int = 1, seed: int = 0,
-               temperature: float | None = None, top_p: float | None = None, workers: int = 2) -> "Target":
+               temperature: float | None = None, top_p: float | None = None, workers: int = 2,
+               revision: str | None = None) -> "Target":
         """A target from plain fields (the command line's, a verl agent-loop YAML's: ``to_dict()``)."""
         if isinstance(harness, dict):
             harness = HarnessSpec.from_dict(harness)
         options = ModelOptions(temperature=temperature, top_p=top_p)
-        return cls(model, EpisodeConfig.create(harness, sandbox=sandbox, seed=seed, model_options=options), runs, workers)
+        return cls(model, EpisodeConfig.create(harness, sandbox=sandbox, seed=seed, model_options=options), runs, workers,
+                   revision)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain fields ``create`` reads back (the harness as its spec's mapping)."""
         options = self.episodes.model_options or ModelOptions()
         return {"model": self.model, "harness": self.episodes.harness.to_dict(), "sandbox": self.episodes.sandbox,
                 "runs": self.runs, "seed": self.episodes.seed, "temperature": options.temperature,
-                "top_p": options.top_p, "workers": self.workers}
+                "top_p": options.top_p, "workers": self.workers, "revision": self.revision}
 
     def spec(self) -> HarnessSpec:
         return self.episodes.harness
 
+    def weights(self) -> dict[str, Any]:
+        """The weights' identity (``ha_agents.llm.weights``), found once per target."""
+        if self._weights is None:
+            object.__setattr__(self, "_weights", weights_identity(self.model, self.revision, self.episodes.model_options))
+        return self._weights
+
+    def scoring(self, spec: HarnessSpec) -> EpisodeConfig:
+        """The episodes of one side of a score: ``spec`` on the scoring seed stream."""
+        return replace(self.episodes, seed=scoring_seed(self.episodes.seed)).with_harness(spec)
+
     def key(self) -> dict[str, Any]:
         """What an outcome depends on besides the harness and the task: the episodes' draw key (with
-        the base harness), the model and the runs."""
-        return {**self.episodes.draw_key(), "base": self.episodes.harness.hash, "model": self.model, "runs": self.runs}
+        the base harness), the weights' identity, the runs and the scoring seed stream."""
+        return {**self.episodes.draw_key(), "base": self.episodes.harness.hash, "model": self.model,
+                "weights": self.weights(), "runs": self.runs, "stream": SCORING_STREAM}
 
 
 @dataclass
@@ -213,34 +247,45 @@ class OutcomeCache:
 
 def run_side(target: Target, spec: HarnessSpec, task_ids: list[str], tasks: dict[str, Task], cache: OutcomeCache,
              out: Path) -> SideOutcome:
-    """The target under ``spec`` on the tasks, from the cache when this key ran before; a masked
-    episode is retried once, a task still masked is reported (never cached as a failure)."""
+    """The target under ``spec`` on the tasks (the scoring seed stream), from the cache where this key
+    graded them before. A masked episode is retried once; a task still masked is reported and left
+    out of the cache, so the next score of this key runs it again (a fault never outlives its retry)."""
     key = {**target.key(), "harness": spec.hash, "tasks": sorted(task_ids)}
     with cache.locked(key) as path:
-        if path.exists():
-            data = json.loads(path.read_text())
-            return SideOutcome(data["rates"], data["masked"], 0, True)
-        config = target.episodes.with_harness(spec)
-        side = SideOutcome()
-        todo = list(task_ids)
-        for attempt in (1, 2):
-            recs = collect([tasks[i] for i in todo], target.runs, target.model, config,
-                           out=out / cache.name(key) / f"attempt-{attempt}", workers=target.workers, progress_bar=False)
-            side.rollouts += len(recs)
-            by: dict[str, list[dict[str, Any]]] = defaultdict(list)
-            for r in recs:
-                by[r["instance_id"]].append(r)
-            todo = []
-            for i, rs in by.items():
-                if any(classify(r).masked for r in rs):
-                    todo.append(i)
-                else:
-                    side.rates[i] = sum(bool(r.get("resolved")) for r in rs) / len(rs)
+        stored = json.loads(path.read_text())["rates"] if path.exists() else {}
+        side = SideOutcome({i: stored[i] for i in task_ids if i in stored})
+        todo = [i for i in task_ids if i not in side.rates]
+        side.cached = not todo
+        if not todo:
+            return side
+        runs_dir = out / cache.name(key)
+        first = 1 + sum(1 for _ in runs_dir.glob("attempt-*")) if runs_dir.is_dir() else 1
+        for attempt in (first, first + 1):  # the retry window: one more attempt for what a fault masked
+            todo = _attempt(target, spec, todo, tasks, side, runs_dir / f"attempt-{attempt}")
             if not todo:
                 break
         side.masked = sorted(todo)
-        path.write_text(json.dumps({"key": key, "rates": side.rates, "masked": side.masked}))
+        path.write_text(json.dumps({"key": key, "rates": side.rates}))
         return side
+
+
+def _attempt(target: Target, spec: HarnessSpec, todo: list[str], tasks: dict[str, Task], side: SideOutcome,
+             out: Path) -> list[str]:
+    """One attempt at ``todo``: graded tasks' rates go into ``side``; the tasks a fault masked come back."""
+    recs = collect([tasks[i] for i in todo], target.runs, target.model, target.scoring(spec), out=out,
+                   workers=target.workers, progress_bar=False)
+    side.rollouts += len(recs)
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in recs:
+        by[r["instance_id"]].append(r)
+    again = []
+    for i in todo:
+        rs = by.get(i, [])
+        if not rs or any(classify(r).masked for r in rs):
+            again.append(i)
+        else:
+            side.rates[i] = sum(bool(r.get("resolved")) for r in rs) / len(rs)
+    return again
 
 
 def paired_ci(diffs: list[float], samples: int = 4000, seed: int = 0) -> tuple[float, float]:
@@ -267,6 +312,24 @@ class EngineerBatch:
 
 
 
+def _check_streams(target: Target, batches: list[list[str]], records: list[dict[str, Any]]) -> None:
+    """Refuse a target whose scoring episodes would replay episodes of the run that selected the
+    failures (same task, same episode seed): their base side would be that biased run again."""
+    seed = scoring_seed(target.episodes.seed)
+    if seed is None:
+        return
+    ran: dict[str, set[int]] = defaultdict(set)
+    for r in records:
+        if r.get("seed") is not None:
+            ran[r["instance_id"]].add(int(r["seed"]))
+    clash = sorted(i for i in {i for b in batches for i in b}
+                   if ran[i] & {episode_seed(seed, i, k) for k in range(target.runs + 1)})
+    if clash:
+        raise ValueError(f"the scoring runs (seed stream {SCORING_STREAM} of --seed {target.episodes.seed}) would replay "
+                         f"episodes of the run that selected the failures on {len(clash)} task(s) ({clash[:3]}): "
+                         "that run was made on the scoring stream itself; select failures from a run at another seed")
+
+
 class HarnessEditEnv(gymnasium.Env):
     """One step per episode: the engineer's reply -> reward = mean(patched - base) on the batch."""
 
@@ -281,6 +344,7 @@ class HarnessEditEnv(gymnasium.Env):
         missing = sorted({i for b in batches for i in b} - set(self.tasks))
         if missing:
             raise ValueError(f"batches name tasks that were not given: {missing[:5]}")
+        _check_streams(target, batches, records)
         self.out = Path(out)
         self.cache = OutcomeCache(self.out / "cache")
         self.budget_chars, self.max_masked_share = budget_chars, max_masked_share

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 import ha_evolve
 from ha_agents.runs.rollouts import collect
 from ha_envs.loaders import load_suite
-from ha_evolve.harness_edit import Target, failure_batches, partition
+from ha_evolve.harness_r1.harness_edit import Target, failure_batches, partition
 
 assert "ha_evolve/HarnessEdit-v0" in gymnasium.registry, ha_evolve.__doc__  # importing ha_evolve registers it
 SUITE = {t.instance_id: t for t in load_suite("mini")}

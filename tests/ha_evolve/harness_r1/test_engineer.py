@@ -15,8 +15,8 @@ from ha_agents.llm.registry import make_model
 from ha_agents.train.driver import TrainConfig, train
 from ha_envs.actions import ToolCall
 from ha_envs.loaders import load_suite
-from ha_evolve.engineer import FIXTURE_MENU, ablations, batch_items, summarize
-from ha_evolve.harness_edit import HarnessEditEnv, Target
+from ha_evolve.harness_r1.engineer import FIXTURE_MENU, ablations, batch_items, summarize
+from ha_evolve.harness_r1.harness_edit import HarnessEditEnv, Target
 
 SUITE = {t.instance_id: t for t in load_suite("mini")}
 IDS = ["mini__invoice_rounding", "mini__semver_ranges"]
@@ -174,13 +174,17 @@ def test_ha_engineer_base_sft_data_eval_ablate_cli(tmp_path, capsys):
     s = json.loads((tmp_path / "e" / "eval-fixed.json").read_text())
     assert s["batch_delta"] == 1.0 and s["heldout_delta"] == 1.0 and s["overfit_gap"] == 0.0, out
     assert (s["heldout_pass_base"], s["heldout_pass_patched"]) == (0.0, 1.0)
-    # the rule mutator as a fixed editor: the target never ran a test, so it adds a test runner (and a
-    # quick check); written as a patch, scored as the engineer's are
-    assert main(["engineer", "eval", *src, "--batches", str(b), "--engineer", "proposer:rule",
+    # the rule mutator as a fixed editor over its rounds (--samples; 5 by default, as the schedule's):
+    # round 1 adds a test runner (the target never ran a test), round 2 a change it has not tried
+    assert main(["engineer", "eval", *src, "--batches", str(b), "--engineer", "proposer:rule", "--samples", "2",
                  "--heldout-instances", "mini__ttl_cache", "--name", "rule", *target]) == 0
     rule = json.loads((tmp_path / "e" / "eval-rule.json").read_text())
-    assert rule["batch_delta"] == 1.0 and rule["heldout_delta"] == 1.0 and rule["valid_rate"] == 1.0, rule
-    reply = json.loads((tmp_path / "e" / "eval-rule.jsonl").read_text().splitlines()[0])["reply"]
+    rounds = [json.loads(x) for x in (tmp_path / "e" / "eval-rule.jsonl").read_text().splitlines()]
+    assert len(rounds) == rule["patches"] == 2 and rounds[0]["reward"] == 1.0 and rounds[0]["heldout"]["delta"] == 1.0
+    assert "round 1:" in rounds[0]["reply"] and "round 2:" in rounds[1]["reply"]
+    assert rounds[0]["info"]["patch"] != rounds[1]["info"]["patch"]  # a candidate is never proposed twice for a batch
+    assert rule["batch_delta"] == pytest.approx((rounds[0]["reward"] + rounds[1]["reward"]) / 2), rule
+    reply = rounds[0]["reply"]
     assert "test runs per trajectory" in reply and "{op: add_tool, tool: run_tests}" in reply.replace("\n", " ") \
         or "tool: run_tests" in reply, reply
     assert main(["engineer", "eval", *src, "--batches", str(b), "--engineer", "none", "--name", "none", *target]) == 0

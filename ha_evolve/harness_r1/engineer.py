@@ -261,14 +261,17 @@ def evaluate(client: Any, env: HarnessEditEnv, heldout_ids: Sequence[str] = (), 
 
 class ProposerEngineer:
     """A whole-spec proposer (``proposers.py``: the rule mutator, or a teacher) as an engineer, the
-    comparison row of ``ha engineer eval --engineer proposer:rule``: for the env's current batch it
-    proposes a candidate from the target's records of the batch's tasks and writes the difference
-    as a patch (``patches.delta_ops``). No candidate, or one a patch cannot express, is a reply
-    without a patch (a no-op: reward 0, no rollout)."""
+    comparison row of ``ha engineer eval --engineer proposer:rule``, scored over all its rounds as
+    the evolution schedule would run it: the j-th reply for a batch is the proposer's j-th round
+    (candidates it proposed for this batch before are ``tried``), proposed from the target's records
+    of the batch's tasks and written as a patch (``patches.delta_ops``). No candidate (the proposer
+    has run out), or one a patch cannot express, is a reply without a patch (a no-op: reward 0, no
+    rollout), as a schedule's round that changes nothing."""
 
     def __init__(self, proposer: Any, env: HarnessEditEnv) -> None:
         self.proposer, self.env = proposer, env
         self.name = f"proposer:{getattr(proposer, 'name', type(proposer).__name__)}"
+        self._tried: dict[int, set[str]] = {}
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **_: Any) -> Completion:
         batch = self.env.task
@@ -276,12 +279,15 @@ class ProposerEngineer:
             raise RuntimeError("ProposerEngineer answers inside an episode of its env (reset first)")
         ids = set(batch.task_ids)
         records = [r for r in self.env.records if r.get("instance_id") in ids]
-        proposal = self.proposer.propose(self.env.base_spec, records, set())
+        tried = self._tried.setdefault(batch.index, set())
+        proposal = self.proposer.propose(self.env.base_spec, records, set(tried))
         if proposal.candidate is None:
             text = f"no patch: {proposal.error or proposal.diagnosis}"
         else:
+            tried.add(proposal.candidate.hash)
             try:
-                text = f"<think>{proposal.diagnosis}</think>\n" + patch_text(delta_ops(self.env.base_spec, proposal.candidate))
+                text = (f"<think>round {len(tried)}: {proposal.diagnosis}</think>\n"
+                        + patch_text(delta_ops(self.env.base_spec, proposal.candidate)))
             except PatchError as exc:
                 text = f"no patch: {exc}"
         return Completion({"role": "assistant", "content": text}, finish_reason="stop")

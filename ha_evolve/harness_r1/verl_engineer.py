@@ -4,7 +4,7 @@
 ``EngineerAgentLoop`` is registered through an agent-loop YAML (``engineer_loop_yaml``)::
 
     - name: harnessadapt-engineer
-      _target_: ha_evolve.verl_engineer.EngineerAgentLoop
+      _target_: ha_evolve.harness_r1.verl_engineer.EngineerAgentLoop
       target: {model: openai:Qwen3-8B@http://gpu:8000/v1, harness: h0, sandbox: docker, runs: 4, ...}
       tasks: {suite: mini} | {jsonl: PATH} | {benchmark: verified, data: PATH}
       batches: runs/b.json          # from `ha engineer batches` (it names the target's run)
@@ -132,7 +132,7 @@ def engineer_loop_yaml(path: Path, target: Target, tasks: dict[str, Any], batche
                        budget_chars: int = 24000, truncated: str = "drop") -> Path:
     import yaml
 
-    entry = {"name": AGENT_NAME, "_target_": "ha_evolve.verl_engineer.EngineerAgentLoop",
+    entry = {"name": AGENT_NAME, "_target_": "ha_evolve.harness_r1.verl_engineer.EngineerAgentLoop",
              "target": target.to_dict(), "tasks": tasks, "batches": str(Path(batches).resolve()),
              "out": str(Path(out).resolve()), "budget_chars": budget_chars, "truncated": truncated}
     path.parent.mkdir(parents=True, exist_ok=True)

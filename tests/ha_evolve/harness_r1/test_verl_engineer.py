@@ -43,8 +43,8 @@ def _loop(root: Path, model: Path, server, response_length: int = 2048):
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from ha_evolve.harness_edit import Target
-    from ha_evolve.verl_engineer import EngineerAgentLoop, engineer_loop_yaml
+    from ha_evolve.harness_r1.harness_edit import Target
+    from ha_evolve.harness_r1.verl_engineer import EngineerAgentLoop, engineer_loop_yaml
 
     target = Target.create("tool_user", "h0", runs=1)
     y = engineer_loop_yaml(root / "loop.yaml", target, {"suite": "mini"}, root / "b.json", root / "e")
@@ -128,14 +128,19 @@ def test_ha_engineer_train_verl_dry_run_writes_what_verl_reads(setup, capsys):
     assert a.rollout.agent.default_agent_loop == "harnessadapt-engineer" and a.rollout.n == 8
     assert (a.actor.clip_ratio_low, a.actor.clip_ratio_high, a.actor.optim.lr) == (0.2, 0.28, 1e-6)
     assert not a.actor.use_kl_loss and cfg.trainer.total_training_steps == 3
+    assert cfg.algorithm.norm_adv_by_std_in_grpo  # Harness-R1's sigma-normalisation, by default
     assert cfg.data.max_prompt_length == 16384 - 1024 and cfg.data.max_response_length == 1024
     import yaml
 
     [entry] = yaml.safe_load((out / "verl" / "agent_loop.yaml").read_text())
-    assert entry["_target_"] == "ha_evolve.verl_engineer.EngineerAgentLoop" and entry["target"]["model"] == "tool_user"
+    assert entry["_target_"] == "ha_evolve.harness_r1.verl_engineer.EngineerAgentLoop" and entry["target"]["model"] == "tool_user"
     assert Path(entry["batches"]) == (root / "b.json").resolve()
     ds = RLHFDataset(data_files=[str(out / "verl" / "train.parquet")], tokenizer=AutoTokenizer.from_pretrained(str(model)),
                      config=cfg.data)
     assert len(ds) == 1 and ds[0]["agent_name"] == "harnessadapt-engineer" and ds[0]["extra_info"]["batch"] == 0
+    assert main(["engineer", "train", "--suite", "mini", "--instances", *IDS, "--batches", str(root / "b.json"),
+                 "--engineer", str(model), "--backend", "verl", "--dry-run", "--no-normalize-std", "--model",
+                 "tool_user", "--out", str(root / "v2")]) == 0
+    assert "algorithm.norm_adv_by_std_in_grpo=false" in (root / "v2" / "verl" / "overrides.txt").read_text().split()
     assert main(["engineer", "train", "--suite", "mini", "--batches", str(root / "b.json"), "--engineer", str(model),
                  "--backend", "verl", "--resume", "--model", "tool_user", "--out", str(out)]) == 2

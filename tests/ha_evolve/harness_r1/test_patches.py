@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ha_envs.harness import load_spec
-from ha_evolve.patches import MAX_OPS, Patch, PatchError, apply_patch, parse_patch
+from ha_evolve.harness_r1.patches import MAX_OPS, Patch, PatchError, apply_patch, parse_patch
 
 VETO = {"name": "test_before_submit", "rule": {"point": "pre_action", "trigger": {"submit_without_test": True},
                                                "message": "Run the tests before you submit.", "veto": True}}
@@ -83,7 +83,7 @@ def test_a_whole_spec_proposal_written_as_a_patch():
     """``delta_ops``: the operations that turn one spec into another, applied to the same hash; what
     a patch cannot express (a tool removed, too many operations) is refused, not approximated."""
     from ha_envs.harness.spec import load_spec
-    from ha_evolve.patches import delta_ops
+    from ha_evolve.harness_r1.patches import delta_ops
 
     for a, b in (("h1", "h2"), ("train-h0", "train-edit")):
         ops = delta_ops(load_spec(a), load_spec(b))
@@ -99,7 +99,7 @@ def test_a_patch_adds_a_code_hook_and_a_bad_one_is_refused_with_its_reason():
     """A code hook travels in a patch like a rule hook (its point counted); code that breaks the
     syntax rules is refused by apply_patch with the rule it broke, before anything runs."""
     from ha_envs.harness import load_spec
-    from ha_evolve.patches import PatchError, apply_patch, parse_patch
+    from ha_evolve.harness_r1.patches import PatchError, apply_patch, parse_patch
 
     good = ('<patch>ops: [{op: add_hook, hook: {name: gate, rule: {point: pre_action, code: "def hook(ctx):\\n'
             '    return {\'veto\': ctx[\'tool\'] == \'submit\', \'message\': \'test first\'}\\n"}}}]</patch>')
@@ -117,7 +117,7 @@ def test_a_patch_whose_names_are_not_text_is_refused_not_a_crash():
     evaluation: it crashed the env's step): the patch's points still read, and applying it is a
     PatchError with the reason, as for any other invalid patch."""
     from ha_envs.harness import load_spec
-    from ha_evolve.patches import PatchError, apply_patch, parse_patch
+    from ha_evolve.harness_r1.patches import PatchError, apply_patch, parse_patch
 
     for text in ("<patch>ops: [{op: add_hook, hook: {name: {point: pre_action}}}]</patch>",
                  "<patch>ops: [{op: remove_hook, name: [a, b]}]</patch>",

@@ -11,8 +11,8 @@ import pytest
 from ha_agents.llm.registry import make_model
 from ha_agents.train.driver import TrainConfig, train
 from ha_envs.loaders import load_suite
-from ha_evolve.engineer import FIXTURE_MENU, EngineerSource, batch_items, sft_data, sft_samples
-from ha_evolve.harness_edit import HarnessEditEnv, Target
+from ha_evolve.harness_r1.engineer import FIXTURE_MENU, EngineerSource, batch_items, sft_data, sft_samples
+from ha_evolve.harness_r1.harness_edit import HarnessEditEnv, Target
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
