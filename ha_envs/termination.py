@@ -13,7 +13,8 @@ Two properties decide what an ending means for learning (``ha_agents.records.cla
   unless a trainer keeps it.
 
 Every other ending is the agent's doing and is graded (``submitted``, ``format_errors``,
-``verdict_tampered``; Harness-R1's engineer episode ends ``patch_scored``).
+``verdict_tampered``; Harness-R1's engineer episode ends ``patch_scored``, ``invalid_patch`` or
+``no_op_patch``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class Termination(str, Enum):
     """Nothing planned for it (a bug, a broken task): masked, with the error, so the run goes on."""
     PATCH_SCORED = "patch_scored"
     """Harness-R1: the engineer's patch was applied and scored against the target."""
+    INVALID_PATCH = "invalid_patch"
+    """Harness-R1: the engineer's patch did not parse, apply or validate (its doing: reward 0)."""
+    NO_OP_PATCH = "no_op_patch"
+    """Harness-R1: the engineer's patch changed nothing (its doing: reward 0)."""
 
     __str__ = str.__str__
     __format__ = str.__format__

@@ -57,6 +57,7 @@ from ha_agents.runs.rollouts import collect
 from ha_envs.harness import HarnessSpec
 from ha_envs.messages import AssistantMessageSpace, MessageListSpace, message
 from ha_envs.task import Task
+from ha_envs.termination import Termination
 
 from ..proposers import catalogue_text
 from ..summary import digest
@@ -403,12 +404,12 @@ class HarnessEditEnv(gymnasium.Env):
             info["patch"], info["points"], info["thinking"] = list(patch.ops), patch.points, patch.thinking
             spec = apply_patch(self.base_spec, patch)
         except PatchError as exc:
-            info.update(stage=exc.stage, reason=str(exc), termination="invalid_patch")
+            info.update(stage=exc.stage, reason=str(exc), termination=Termination.INVALID_PATCH)
             return [], 0.0, True, False, info
         info["patched_harness"] = spec.hash
         if spec.hash == self.base_spec.hash:
             info.update(stage="no_op", reason="the patch leaves the harness as it was (same hash)",
-                        termination="no_op_patch")
+                        termination=Termination.NO_OP_PATCH)
             return [], 0.0, True, False, info
         base = run_side(self.target, self.base_spec, batch, self.tasks, self.cache, self.out / "runs")
         patched = run_side(self.target, spec, batch, self.tasks, self.cache, self.out / "runs")
@@ -422,12 +423,12 @@ class HarnessEditEnv(gymnasium.Env):
         info["patched"] = {i: patched.rates.get(i) for i in batch}
         if not kept or len(dropped) > self.max_masked_share * len(batch):
             info.update(stage="masked", reason=f"{len(dropped)} of {len(batch)} tasks masked on a side", mask_sample=True,
-                        termination="sandbox_error")  # in MASKED: no verdict
+                        termination=Termination.SANDBOX_ERROR)  # masked: no verdict
             return [], 0.0, True, False, info
         diffs = [patched.rates[i] - base.rates[i] for i in kept]
         reward = float(np.mean(diffs))
         info["delta"], info["delta_ci"] = reward, list(paired_ci(diffs))
-        info["termination"] = "patch_scored"
+        info["termination"] = Termination.PATCH_SCORED
         return [], reward, True, False, info
 
 
