@@ -74,7 +74,8 @@ def _identity(args: argparse.Namespace, tasks: list, options) -> "RunIdentity":
               "seed": args.seed, "harness_hash": _spec(args.harness).hash, "sandbox": args.sandbox,
               "proposer": args.proposer, "teacher": args.teacher or args.teacher_command or "",
               "group_size": args.group_size, "candidates": args.candidates, "decide_by": args.decide_by,
-              "alpha": args.alpha, "level": args.level, "gate_tasks": args.gate_tasks}
+              "alpha": args.alpha, "level": args.level, "gate_tasks": args.gate_tasks,
+              "alpha_epochs": args.alpha_epochs}
     return command_identity("evolve", fields, tasks, args.rounds)
 
 
@@ -90,7 +91,7 @@ def cmd_evolve_plan(args: argparse.Namespace) -> int:
         raise ValueError("--base-rate and --power must lie strictly between 0 and 1")
     rule = "point" if fields["decide_by"] == "gate" else fields["decide_by"]
     plan = GatePlan(rule, fields["alpha"], fields["tasks"], args.group_size, args.rounds, args.candidates, args.epochs,
-                    fields["min_tasks"], args.power, args.base_rate).validate()
+                    fields["min_tasks"], args.power, args.base_rate, fields["alpha_epochs"]).validate()
     print(plan.text())
     return 0
 

@@ -20,6 +20,9 @@ def add_gate_args(parser: argparse.ArgumentParser, tasks_default: int | None = N
     g.add_argument("--alpha", type=float, default=None,
                    help="false acceptance per epoch: the chance an epoch accepts any candidate that makes no "
                         "difference, split over the two rates and the epoch's rounds x candidates (default 0.05)")
+    g.add_argument("--alpha-epochs", type=int, default=1, metavar="E",
+                   help="state --alpha for E epochs together (a run-wide rate): each epoch runs at alpha / E "
+                        "(default 1: --alpha per epoch)")
     g.add_argument("--min-tasks", type=int, default=None, metavar="N",
                    help="tasks both sides must run before the gate decides (default: the least at which the split "
                         "alpha can be reached, 8 at 0.05 over 5 rounds); fewer: 'not enough evidence'")
@@ -42,4 +45,4 @@ def gate_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.gate_tasks is not None and args.gate_tasks < 1:
         raise ValueError(f"--gate-tasks must be at least 1, got {args.gate_tasks}")
     return {"decide_by": args.decide_by, "alpha": 0.05 if alpha is None else alpha, "min_tasks": args.min_tasks,
-            "tasks": args.gate_tasks}
+            "tasks": args.gate_tasks, "alpha_epochs": args.alpha_epochs}

@@ -11,7 +11,8 @@ the union bound each one-sided test runs at
 proposer does with what it read, because every comparison is drawn fresh: see
 ``ha_evolve.schedule``). Epochs draw their comparisons from disjoint seed streams, so each epoch
 holds its own ``alpha`` and a run of E epochs falsely accepts in any epoch with probability at
-most ``E * alpha`` (the plan prints both).
+most ``E * alpha`` (the plan prints both). To state one rate for a whole run instead, split it over
+its epochs (``split_epochs`` = E): each epoch then runs at ``alpha / E``.
 
 The test is the exact paired sign-flip test over tasks (``ha_evolve.paired_gate``): tasks are the
 unit (rollouts of one task share its difficulty), the two sides of a task are exchangeable when
@@ -57,15 +58,22 @@ class GatePlan:
     min_tasks: int | None = None
     power: float = 0.8
     base_rate: float = 0.5
+    split_epochs: int = 1
+    """``alpha`` covers this many epochs together (1: ``alpha`` per epoch)."""
 
     @property
     def comparisons(self) -> int:
         return self.rounds * self.candidates
 
     @property
+    def alpha_epoch(self) -> float:
+        """False acceptance per epoch."""
+        return self.alpha / self.split_epochs
+
+    @property
     def alpha_test(self) -> float:
         """The level of each one-sided test (a rate's rise in one comparison)."""
-        return self.alpha / (2 * self.comparisons)
+        return self.alpha_epoch / (2 * self.comparisons)
 
     @property
     def needed_tasks(self) -> int:
@@ -101,8 +109,8 @@ class GatePlan:
             raise ValueError(f"alpha (false acceptance per epoch) must be in (0, 0.5], got {self.alpha}")
         if self.min_tasks is not None and self.min_tasks < 1:
             raise ValueError("min_tasks must be at least 1")
-        if self.tasks < 1 or self.group_size < 1 or self.rounds < 1 or self.candidates < 1 or self.epochs < 1:
-            raise ValueError("a gate plan needs at least 1 task, rollout, round, candidate and epoch")
+        if min(self.tasks, self.group_size, self.rounds, self.candidates, self.epochs, self.split_epochs) < 1:
+            raise ValueError("a gate plan needs at least 1 task, rollout, round, candidate and epoch (planned and split)")
         return self
 
     def text(self) -> str:
@@ -114,10 +122,12 @@ class GatePlan:
             return f"gate plan: point rule; {size}\nwarning: {POINT_WARNING}"
         if self.rule == "stat":
             return f"gate plan: bootstrap rule; {size}\nwarning: {STAT_WARNING}"
+        e = self.alpha_epoch
+        split = f" ({self.alpha:g} split over {self.split_epochs} epochs)" if self.split_epochs > 1 else ""
         lines = [f"gate plan: paired sign-flip test; {size}",
-                 f"  false acceptance <= {self.alpha:g} per epoch (each rate's test at {self.alpha_test:.3g}: "
-                 f"{self.alpha:g} / (2 rates x {self.comparisons} comparison(s)))"
-                 + (f"; over {self.epochs} epochs <= {min(1.0, self.epochs * self.alpha):.3g}" if self.epochs > 1 else "")]
+                 f"  false acceptance <= {e:.3g} per epoch{split} (each rate's test at {self.alpha_test:.3g}: "
+                 f"{e:.3g} / (2 rates x {self.comparisons} comparison(s)))"
+                 + (f"; over {self.epochs} epochs <= {min(1.0, self.epochs * e):.3g}" if self.epochs > 1 else "")]
         mde = self.mde()
         if mde is None:
             lines.append(f"  warning: {self.tasks} task(s) can never pass: the exact test needs at least "

@@ -85,7 +85,9 @@ class EvolveConfig:
     min_tasks: int | None = None
     """``paired``: tasks both sides must run (None: the least at which the split ``alpha`` can be reached)."""
     epochs: int = 1
-    """Epochs planned (only reported: the run's false acceptance is at most ``epochs * alpha``)."""
+    """Epochs planned (reported: the run's false acceptance is at most ``epochs`` x the per-epoch rate)."""
+    alpha_epochs: int = 1
+    """``alpha`` covers this many epochs together, each running at ``alpha / alpha_epochs`` (1: per epoch)."""
     max_invalid: int = 3
     """Invalid proposals a round asks again after (each logged); then the round ends without one."""
     attribute: bool = False
@@ -132,7 +134,7 @@ class EvolveConfig:
         """The gate's plan for a pool of ``pool`` tasks."""
         tasks = pool if self.tasks is None else min(self.tasks, pool)
         return GatePlan(self.rule, self.alpha, max(tasks, 1), self.group_size, self.rounds, self.candidates,
-                        self.epochs, self.min_tasks)
+                        self.epochs, self.min_tasks, split_epochs=self.alpha_epochs)
 
     def paired_config(self, pool: int) -> PairedGateConfig:
         plan = self.plan(pool)

@@ -27,6 +27,10 @@ def test_the_plan_splits_alpha_and_states_what_it_can_detect():
     plan = GatePlan("paired", 0.05, 46, 4, 5).validate()
     assert plan.alpha_test == pytest.approx(0.005) and plan.needed_tasks == 8
     assert GatePlan("paired", 0.05, 46, 4, 5, candidates=2).alpha_test == pytest.approx(0.0025)
+    run_wide = GatePlan("paired", 0.05, 46, 4, 5, epochs=2, split_epochs=2)  # one rate for a 2-epoch run
+    assert run_wide.alpha_epoch == pytest.approx(0.025) and run_wide.alpha_test == pytest.approx(0.0025)
+    assert "over 2 epochs <= 0.05" in run_wide.text() and "over 2 epochs <= 0.1" in GatePlan(
+        "paired", 0.05, 46, 4, 5, epochs=2).text()
     # (z(0.995) + z(0.8)) * sqrt(2 * 0.25 / 184)
     assert plan.mde() == pytest.approx((2.5758 + 0.8416) * math.sqrt(0.5 / 184), abs=1e-3)
     assert plan.mde(tasks=92) < plan.mde() and plan.mde(base_rate=0.1) < plan.mde()
