@@ -37,9 +37,9 @@ from statistics import NormalDist
 RULES = ("paired", "point", "stat")
 
 POINT_WARNING = ("the point rule (the paper's: accept when no rate's point estimate falls and one rises) is not a "
-                 "test: it controls no error rate (at the paper's 46 tasks x 4 rollouts it accepts a candidate that "
-                 "makes no difference in about 37% of comparisons; benchmarks/bench_gate.py). Use it to reproduce "
-                 "the paper, not to decide")
+                 "test: it controls no error rate (at the paper's 46 tasks x 4 rollouts and 5 rounds it accepts a "
+                 "candidate that makes no difference in 39% of comparisons and 88% of epochs; benchmarks/bench_gate.py). "
+                 "Use it to reproduce the paper, not to decide")
 STAT_WARNING = ("the bootstrap rule (stat) puts a 95% interval on each comparison with no adjustment for the two "
                 "rates, the rounds or the epochs: its false acceptance per epoch is not controlled")
 
