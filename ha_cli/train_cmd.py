@@ -180,8 +180,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     tasks = _tasks(args)
     preflight(args, [("--skill-teacher", args.skill_teacher),
                      ("--teacher", args.teacher if args.evolve and args.proposer == "llm" else None)])
-    if args.evolve:
-        _evolve_config(args)  # the gate's settings are checked before anything is built
+    # the gate's settings, checked before anything is built
+    evolve_config = _evolve_config(args) if args.evolve or args.skill_teacher else None
     spec = resolve_harness(args.harness)
     if args.max_turns:
         spec = spec.with_limits(max_turns=args.max_turns)
@@ -208,7 +208,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=not args.no_progress, freeze_policy=args.freeze_policy)
     report = _update_reporter(args.updates, tb)
     if args.evolve or args.skill_teacher:
-        history = _coevolution(args, tasks, out, ledger, episodes).train(trainer, train_config, args.resume, report)
+        history = _coevolution(args, tasks, out, ledger, episodes, evolve_config).train(trainer, train_config,
+                                                                                        args.resume, report)
     else:
         history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report)
     if tb is not None:
@@ -362,7 +363,7 @@ def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> Non
               f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
 
 
-def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
+def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any, evolve: Any) -> Any:
     """``--evolve`` / ``--skill-teacher`` parsed into the library's ``CoEvolution`` (the epoch start)."""
     from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
     from ha_evolve.proposers import ProposerOptions
@@ -370,7 +371,7 @@ def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, 
     config = CoEvolveConfig(
         every=args.evolve_every, proposer=args.proposer if args.evolve else None,
         proposer_options=ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""),
-        evolve=_evolve_config(args), skill_teacher=args.skill_teacher, model_label=str(args.model))
+        evolve=evolve, skill_teacher=args.skill_teacher, model_label=str(args.model))
     return CoEvolution(tasks, out, episodes, config, ledger)
 
 
