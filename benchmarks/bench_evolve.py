@@ -1,6 +1,8 @@
 """One evolution round on the bundled suite: wall time and rollouts, with the current harness's
 rollouts shared by the round's k candidates (ours: k + 1 comparison batches) against re-running the
-current side for every candidate (the naive schedule: 2k batches), side by side.
+current side for every candidate (the naive schedule: 2k batches), side by side. (Since the gate draws
+the current side fresh, apart from the batch the proposer reads, "ours" also runs that preparation
+batch once a round; its wall time includes it, its comparison counts do not.)
 
 Both use the same fixed policy (the oracle), tasks, group size and the rule-based proposer, which
 offers k different candidates in one round (``--candidates k``; a candidate that is accepted ends

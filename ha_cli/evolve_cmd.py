@@ -29,8 +29,8 @@ def cmd_evolve_run(args: argparse.Namespace) -> int:
     tasks = _tasks(args)
     proposer = make_proposer(args.proposer, ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""))
     config = EvolveConfig(rounds=args.rounds, group_size=args.group_size, candidates=args.candidates,
-                          decide_by=args.decide_by, attribute=args.attribute, epoch=args.epoch,
-                          workers=args.workers, executor=args.executor, seed=args.seed, **gate_config(args))
+                          attribute=args.attribute, epoch=args.epoch,
+                          workers=args.workers, executor=args.executor, seed=args.seed, **gate_config(args)).validate()
     out = Path(args.out)
     options = model_options(args)
     identity = _identity(args, tasks, options)
@@ -73,8 +73,27 @@ def _identity(args: argparse.Namespace, tasks: list, options) -> "RunIdentity":
     fields = {**model_fields(args.model), "temperature": options.temperature, "top_p": options.top_p,
               "seed": args.seed, "harness_hash": _spec(args.harness).hash, "sandbox": args.sandbox,
               "proposer": args.proposer, "teacher": args.teacher or args.teacher_command or "",
-              "group_size": args.group_size, "candidates": args.candidates, "decide_by": args.decide_by}
+              "group_size": args.group_size, "candidates": args.candidates, "decide_by": args.decide_by,
+              "alpha": args.alpha, "level": args.level, "gate_tasks": args.gate_tasks,
+              "alpha_epochs": args.alpha_epochs}
     return command_identity("evolve", fields, tasks, args.rounds)
+
+
+def cmd_evolve_plan(args: argparse.Namespace) -> int:
+    """The gate's plan for a batch size, before any rollout: its error budget and the smallest effect it detects."""
+    from ha_evolve.gate_plan import GatePlan
+    from ha_cli.gate_args import gate_config
+
+    fields = gate_config(args)
+    if fields["tasks"] is None:
+        raise ValueError("ha evolve plan needs --gate-tasks N (tasks per round)")
+    if not 0 < args.base_rate < 1 or not 0 < args.power < 1:
+        raise ValueError("--base-rate and --power must lie strictly between 0 and 1")
+    rule = "point" if fields["decide_by"] == "gate" else fields["decide_by"]
+    plan = GatePlan(rule, fields["alpha"], fields["tasks"], args.group_size, args.rounds, args.candidates, args.epochs,
+                    fields["min_tasks"], args.power, args.base_rate, fields["alpha_epochs"]).validate()
+    print(plan.text())
+    return 0
 
 
 def cmd_evolve_log(args: argparse.Namespace) -> int:
@@ -111,9 +130,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=positive_int, default=5)
     p.add_argument("--group-size", type=positive_int, default=4)
     p.add_argument("--candidates", type=positive_int, default=1, help="proposals per round (they share the current side)")
-    p.add_argument("--decide-by", choices=["auto", "paired", "gate", "stat"], default="auto",
-                   help="auto (default): the paired rule with a confidence requirement below 184 rollouts a side, the "
-                   "paper's point rule from there; paired; gate (the paper's); stat (bootstrap). All are logged")
     p.add_argument("--attribute", action="store_true", help="leave-one-component-out after an acceptance")
     p.add_argument("--epoch", type=int, default=1)
     p.add_argument("--sandbox", default="local")
@@ -130,6 +146,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_sampling_args(p)
     add_gate_args(p)
     p.set_defaults(func=cmd_evolve_run)
+    p = evolve.add_parser("plan", help="the gate's error budget and the smallest effect a batch size can detect, "
+                                       "before spending any rollout")
+    p.add_argument("--group-size", type=positive_int, default=4, help="rollouts per task and side")
+    p.add_argument("--rounds", type=positive_int, default=5)
+    p.add_argument("--candidates", type=positive_int, default=1)
+    p.add_argument("--epochs", type=positive_int, default=1, help="epochs planned (the run's bound is epochs x alpha)")
+    p.add_argument("--base-rate", type=float, default=0.5, help="the pass rate the effect is measured from (0.5: the "
+                   "largest variance)")
+    p.add_argument("--power", type=float, default=0.8)
+    add_gate_args(p, tasks_default=46)
+    p.set_defaults(func=cmd_evolve_plan)
     p = evolve.add_parser("log", help="the evolution log as a table (the paper's Table 15 layout)")
     p.add_argument("dir")
     p.add_argument("--figures", action="store_true", help="also (re)draw the figures")

@@ -114,7 +114,8 @@ def _add_evolution_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--evolve-every", type=int, default=5, metavar="N", help="updates per epoch (default 5)")
     e.add_argument("--evolve-rounds", type=int, default=5,
                    help="rounds per evolution at most (the paper's 5); fewer when the proposer has nothing new")
-    e.add_argument("--evolve-group-size", type=int, default=4)
+    e.add_argument("--evolve-group-size", type=int, default=4, help="rollouts per task and side of each comparison "
+                   "(with --gate-tasks: the evolution batch, tasks x rollouts, drawn from the training pool)")
     e.add_argument("--evolve-candidates", type=int, default=1)
     e.add_argument("--proposer", default="rule", help="rule | llm | cli (as ha evolve run)")
     e.add_argument("--teacher", default=None, help="llm proposer: the teacher model (openai:NAME@URL)")
@@ -125,7 +126,7 @@ def _add_evolution_args(p: argparse.ArgumentParser) -> None:
     e.add_argument("--teacher-command", default=None, help="cli proposer: the command run in the work directory")
     from ha_cli.gate_args import add_gate_args
 
-    add_gate_args(p)
+    add_gate_args(p, tasks_default=46)
 
 
 def _add_verl_args(p: argparse.ArgumentParser) -> None:
@@ -179,6 +180,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     tasks = _tasks(args)
     preflight(args, [("--skill-teacher", args.skill_teacher),
                      ("--teacher", args.teacher if args.evolve and args.proposer == "llm" else None)])
+    # the gate's settings, checked before anything is built
+    evolve_config = _evolve_config(args) if args.evolve or args.skill_teacher else None
     spec = resolve_harness(args.harness)
     if args.max_turns:
         spec = spec.with_limits(max_turns=args.max_turns)
@@ -205,7 +208,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=not args.no_progress, freeze_policy=args.freeze_policy)
     report = _update_reporter(args.updates, tb)
     if args.evolve or args.skill_teacher:
-        history = _coevolution(args, tasks, out, ledger, episodes).train(trainer, train_config, args.resume, report)
+        history = _coevolution(args, tasks, out, ledger, episodes, evolve_config).train(trainer, train_config,
+                                                                                        args.resume, report)
     else:
         history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report)
     if tb is not None:
@@ -359,21 +363,26 @@ def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> Non
               f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
 
 
-def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any) -> Any:
+def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any, evolve: Any) -> Any:
     """``--evolve`` / ``--skill-teacher`` parsed into the library's ``CoEvolution`` (the epoch start)."""
-    from ha_cli.gate_args import gate_config
     from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
     from ha_evolve.proposers import ProposerOptions
-    from ha_evolve.schedule import EvolveConfig
 
     config = CoEvolveConfig(
         every=args.evolve_every, proposer=args.proposer if args.evolve else None,
         proposer_options=ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""),
-        evolve=EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
-                            candidates=args.evolve_candidates, workers=args.workers, seed=args.seed,
-                            **gate_config(args)),
-        skill_teacher=args.skill_teacher, model_label=str(args.model))
+        evolve=evolve, skill_teacher=args.skill_teacher, model_label=str(args.model))
     return CoEvolution(tasks, out, episodes, config, ledger)
+
+
+def _evolve_config(args: argparse.Namespace) -> Any:
+    """The schedule's settings of ``--evolve-*`` and the gate's flags (shared with ``ha evolve run``), checked."""
+    from ha_cli.gate_args import gate_config
+    from ha_evolve.schedule import EvolveConfig
+
+    return EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
+                        candidates=args.evolve_candidates, workers=args.workers, seed=args.seed,
+                        **gate_config(args)).validate()
 
 
 def check_context(token_mode: Any, task: Any, spec: Any) -> int:

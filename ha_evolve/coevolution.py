@@ -36,8 +36,10 @@ class CoEvolveConfig:
     proposer: str | None = "rule"
     """``rule`` | ``llm`` | ``cli`` (``ha_evolve.proposers``), or None to keep the harness."""
     proposer_options: ProposerOptions = field(default_factory=ProposerOptions)
-    evolve: EvolveConfig = field(default_factory=EvolveConfig)
-    """The schedule's settings (rounds, group size, candidates, gate); ``epoch`` is set per epoch."""
+    evolve: EvolveConfig = field(default_factory=lambda: EvolveConfig(tasks=46))
+    """The schedule's settings (rounds, tasks and group size per round, candidates, the gate and its
+    false acceptance per epoch); ``epoch`` is set per epoch. Evolution runs on ``evolve.tasks`` tasks
+    a round drawn from the training pool (default 46, the paper's), never the whole pool unasked."""
     skill_teacher: str | None = None
     """A model spec: at every epoch's start, preparation rollouts, then a screened skill per task."""
     model_label: str = "policy"
@@ -61,6 +63,8 @@ class CoEvolution:
         self.tasks, self.out, self.episodes = tasks, Path(out), episodes
         self.config = config.validate()
         self.ledger = ledger or RolloutLedger()
+        self.epochs = config.evolve.epochs
+        """Epochs planned (``train`` sets it from the updates): the plan states the run's bound."""
         self.progress = progress or (lambda text: print(text, file=sys.stderr, flush=True))
         self.proposer = (make_proposer(config.proposer, config.proposer_options)
                          if config.proposer is not None else None)
@@ -77,6 +81,7 @@ class CoEvolution:
         if config.episodes is not self.episodes and config.episodes != self.episodes:
             raise ValueError("the training config's episodes differ from co-evolution's: pass the same EpisodeConfig")
         config = replace(config, evolve_every=self.config.every)
+        self.epochs = max(1, -(-config.updates // self.config.every))
         return train(trainer, self.tasks, config, self.out, resume=resume, ledger=self.ledger,
                      on_update=on_update, evolve=self)
 
@@ -85,14 +90,17 @@ class CoEvolution:
         if self.proposer is None:
             return spec, 0, skills
         evo = Evolution(self.out / "evolve", self.tasks, trainer.client(), replace(self.episodes, harness=spec),
-                        self.proposer, replace(self.config.evolve, epoch=epoch), skills=skills,
+                        self.proposer, replace(self.config.evolve, epoch=epoch, epochs=self.epochs), skills=skills,
                         progress=self.progress,
                         policy_version=(f"{self.config.model_label}@update-{trainer.step}"
                                         if hasattr(trainer, "step") else None))
         new = evo.run()
-        n = sum(r.get("rollouts_run", 0) for r in evo.log.records if r.get("kind") == "round" and r.get("epoch") == epoch)
+        rounds = [r for r in evo.log.records if r.get("kind") == "round" and r.get("epoch") == epoch]
+        prep = sum(r.get("preparation_run", 0) for r in rounds)
+        n = sum(r.get("rollouts_run", 0) for r in rounds) - prep
+        self.ledger.add("preparation", prep)
         self.progress(f"epoch {epoch}: harness {spec.name} ({spec.hash}) -> {new.name} ({new.hash}); "
-                      f"{n} comparison rollouts")
+                      f"{prep} preparation and {n} comparison rollouts")
         return new, n, skills
 
     def _skills(self, epoch: int, spec: Any, trainer: Any) -> dict[str, str]:

@@ -51,11 +51,13 @@ class StatDecision:
     samples: int
 
 
-def per_task_rates(records: list[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
-    """task -> (pass rate, trainable rate) of its group (``grpo.rates`` on that group alone)."""
+def per_task_rates(records: "list[Mapping[str, Any]] | list[Rollout]") -> dict[str, tuple[float, float]]:
+    """task -> (pass rate, trainable rate) of its group (``grpo.rates`` on that group alone); the
+    records as read, or already as ``Rollout`` s (their group is the task)."""
     groups: dict[str, list[Rollout]] = defaultdict(list)
     for rec in records:
-        groups[str(rec["instance_id"])].append(Rollout.from_record(rec))
+        roll = rec if isinstance(rec, Rollout) else Rollout.from_record(rec)
+        groups[roll.group].append(roll)
     out = {}
     for task, rolls in groups.items():
         rep = rates(rolls)

@@ -18,10 +18,16 @@ The rule, in order (the first that applies is the decision and its reason):
 
 The test: under "the harness makes no difference" the two sides of a task are exchangeable, so
 each task's difference is as likely to have either sign; the p-value of a rise is the share of
-the 2^n sign assignments whose sum is at least the observed one (enumerated up to 2^16, else
-sampled). It is exact at any n, which fixes the minimum sample: with n tasks the smallest
-p-value is 2^-n, so the rule needs ``ceil(log2(1 / (1 - level)))`` tasks (5 at 0.95) before any
-candidate could pass; ``min_tasks`` defaults to that.
+the 2^n sign assignments whose sum is at least the observed one. Rates of groups are fractions
+with small denominators (k of G rollouts), so the differences lie on a lattice and the null
+distribution of the sum is computed exactly by convolution at any n (46 tasks: 2^46 assignments
+in well under a millisecond); off a lattice, up to 2^16 assignments are enumerated, beyond that
+sampled. Exactness fixes the minimum sample: with n tasks the smallest p-value is 2^-n, so the
+rule needs ``ceil(log2(1 / (1 - level)))`` tasks (5 at 0.95) before any candidate could pass;
+``min_tasks`` defaults to that.
+
+``level`` here is per test. The schedule (``ha_evolve.gate_plan``) sets it from the false
+acceptance rate the user states per epoch, split over the two rates and the epoch's comparisons.
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
+from fractions import Fraction
 from statistics import mean
 from typing import Any, Mapping
+
+from ha_agents.train.grpo import Rollout
 
 from .gate import per_task_rates
 
@@ -84,11 +93,15 @@ class PairedDecision:
 
 
 def sign_flip_p(diffs: list[float], samples: int = 20000, seed: int = 0) -> float:
-    """P(sum of randomly signed ``diffs`` >= their observed sum): the one-sided p-value of a rise."""
+    """P(sum of randomly signed ``diffs`` >= their observed sum): the one-sided p-value of a rise.
+    Exact on a lattice (``_lattice``) or up to 16 non-zero differences; sampled otherwise."""
     nz = [abs(d) for d in diffs if d != 0]
     observed = sum(d for d in diffs if d != 0)
     if not nz:
         return 1.0
+    steps = _lattice(diffs)
+    if steps is not None:
+        return _lattice_p(steps)
     eps = 1e-9 * max(nz)
     if len(nz) <= 16:
         hits = sum(1 for signs in itertools.product((1, -1), repeat=len(nz))
@@ -99,9 +112,48 @@ def sign_flip_p(diffs: list[float], samples: int = 20000, seed: int = 0) -> floa
     return (hits + 1) / (samples + 1)
 
 
-def paired_gate(current: list[Mapping[str, Any]], candidate: list[Mapping[str, Any]],
+MAX_LATTICE = 1 << 20
+"""The largest sum of |integer differences| the exact convolution takes (its array's half width)."""
+
+
+def _lattice(diffs: list[float]) -> list[int] | None:
+    """The differences as integers on a common grid 1/m (m the least common denominator, at most
+    1000 per difference), or None when they are not such fractions or the grid is too fine."""
+    fracs = []
+    for d in diffs:
+        if d == 0:
+            continue
+        f = Fraction(d).limit_denominator(1000)
+        if abs(float(f) - d) > 1e-9:
+            return None
+        fracs.append(f)
+    m = 1
+    for f in fracs:
+        m = m * f.denominator // math.gcd(m, f.denominator)
+    steps = [int(f * m) for f in fracs]
+    return steps if sum(abs(k) for k in steps) <= MAX_LATTICE else None
+
+
+def _lattice_p(steps: list[int]) -> float:
+    """The exact sign-flip p-value of integer steps: the null distribution of their signed sum,
+    one convolution per distinct |step| (c equal steps k sum to k * (2j - c), j ~ Binomial(c, 1/2))."""
+    import numpy as np
+
+    counts: dict[int, int] = {}
+    for k in steps:
+        counts[abs(k)] = counts.get(abs(k), 0) + 1
+    dist = np.ones(1)
+    for k, c in counts.items():
+        kernel = np.zeros(2 * k * c + 1)
+        kernel[::2 * k] = [math.comb(c, j) / 2.0 ** c for j in range(c + 1)]
+        dist = np.convolve(dist, kernel)
+    width = (len(dist) - 1) // 2  # dist[i]: P(signed sum = i - width)
+    return float(min(1.0, dist[width + sum(steps):].sum()))
+
+
+def paired_gate(current: list[Mapping[str, Any]] | list[Rollout], candidate: list[Mapping[str, Any]] | list[Rollout],
                 config: PairedGateConfig = PairedGateConfig()) -> PairedDecision:
-    """The rule of the module docstring over two sides' trajectory records."""
+    """The rule of the module docstring over two sides' trajectory records (or their ``Rollout`` s)."""
     config.validate()
     a, b = per_task_rates(current), per_task_rates(candidate)
     tasks = sorted(set(a) & set(b))

@@ -20,10 +20,10 @@ def _rel(new: float, old: float) -> float | None:
 def table(out: Path | str) -> str:
     """Markdown: epoch, round, proposer, change, pass and trainable rates (current -> candidate),
     relative changes, the gate's and the statistical gate's decisions, and what was done."""
-    rows = ["| epoch | round | proposer | candidate | change | pass | trainable | rel. pass | rel. trainable | gate | stat | decision |",
+    rows = ["| epoch | round | proposer | candidate | change | pass | trainable | rel. pass | rel. trainable | point | stat | decision |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in proposals(out):
-        cur = r.get("current_rates", {})
+        cur = r.get("current_rates") or r.get("preparation_rates", {})
         cand = r.get("candidate_rates")
         change = "; ".join(r.get("diff", []))[:80] or "-"
         if cand is None:
@@ -37,9 +37,14 @@ def table(out: Path | str) -> str:
         rows.append(f"| {r['epoch']} | {r['round']} | {r['proposer']} | {r['candidate_hash']} | {change} | "
                     f"{cur['pass_rate']:.3f} -> {cand['pass_rate']:.3f} | {cur['trainable_rate']:.3f} -> "
                     f"{cand['trainable_rate']:.3f} | {fmt(rp)} | {fmt(rt)} | {'accept' if r['gate']['accept'] else 'reject'} | "
-                    f"{'accept' if r['stat']['accept'] else 'reject'} | {'ACCEPTED' if r['accepted'] else 'rejected'}"
+                    f"{_stat(r)} | {'ACCEPTED' if r['accepted'] else 'rejected'}"
                     f"{_why(r)} |")
     return "\n".join(rows)
+
+
+def _stat(r: dict) -> str:
+    """The bootstrap rule's decision, when it was computed."""
+    return "-" if not r.get("stat") else "accept" if r["stat"]["accept"] else "reject"
 
 
 def _why(r: dict) -> str:
@@ -81,7 +86,7 @@ def figures(out: Path | str) -> list[Path]:
     rounds = [r for r in JsonlLog(out / "evolution.jsonl").records if r.get("kind") == "round"]
     first = {}
     for r in proposals(out):
-        first.setdefault((r["epoch"], r["round"]), r["current_rates"])
+        first.setdefault((r["epoch"], r["round"]), r.get("preparation_rates") or r["current_rates"])
     keys = [(r["epoch"], r["round"]) for r in rounds if (r["epoch"], r["round"]) in first]
     fig, ax = plt.subplots(figsize=(4.5, 3))
     ax.plot(range(len(keys)), [first[k]["pass_rate"] for k in keys], marker="o", label="pass rate")

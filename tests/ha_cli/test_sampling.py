@@ -76,10 +76,11 @@ def test_hf_models_sample_with_top_p(tmp_path):
 def test_the_paired_gate_settings_reach_the_log(tmp_path):
     out = tmp_path / "evo"
     assert main(["evolve", "run", "--suite", "mini", "--instances", "mini__js_template", "--model", "null",
-                 "--proposer", "rule", "--rounds", "1", "--group-size", "2", "--min-tasks", "1", "--level", "0.9",
+                 "--proposer", "rule", "--rounds", "1", "--group-size", "2", "--min-tasks", "1", "--alpha", "0.1",
                  "--out", str(out)]) == 0
     (p,) = [json.loads(line) for line in (out / "evolution.jsonl").read_text().splitlines() if '"proposal"' in line]
-    assert p["paired"]["min_tasks"] == 1 and p["paired"]["level"] == 0.9
+    # alpha per epoch, split over the two rates of the one comparison
+    assert p["paired"]["min_tasks"] == 1 and p["paired"]["level"] == 0.95
     assert p["decision_reason"] == "neither rate rose"  # one task suffices now, and null never solves it
     assert main(["evolve", "run", "--suite", "mini", "--model", "null", "--level", "1.0",
                  "--out", str(tmp_path / "bad")]) == 2

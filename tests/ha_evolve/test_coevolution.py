@@ -45,7 +45,7 @@ def test_coevolution_accepts_at_the_epoch_start_and_trains_the_epoch_under_the_a
     episodes = EpisodeConfig(load_spec("train-h0"), sandbox="local", token_mode=TokenMode("chatml", str(tok))).validate()
     seen = []
     coevo = CoEvolution(tasks, tmp_path / "run", episodes,
-                        CoEvolveConfig(every=2, evolve=EvolveConfig(rounds=1, group_size=2, workers=2, seed=0, level=0.9)),
+                        CoEvolveConfig(every=2, evolve=EvolveConfig(rounds=1, group_size=2, workers=2, seed=0, alpha=0.25)),
                         progress=seen.append)
     trainer = _Frozen()
     rows = coevo.train(trainer, TrainConfig(updates=2, tasks_per_update=1, group_size=2, episodes=episodes, workers=2,
@@ -57,8 +57,10 @@ def test_coevolution_accepts_at_the_epoch_start_and_trains_the_epoch_under_the_a
     assert all(r["pass_rate"] == 1.0 for r in rows)
     log = [json.loads(line) for line in (tmp_path / "run" / "evolve" / "evolution.jsonl").read_text().splitlines()]
     ran = sum(r.get("rollouts_run", 0) for r in log if r.get("kind") == "round")
-    assert ran >= 2 * 2 * len(tasks)  # both sides of the gate, every task, the group size
-    assert rows[-1]["ledger"]["comparison"] == ran and rows[-1]["ledger"]["training"] == 4
+    prep = sum(r.get("preparation_run", 0) for r in log if r.get("kind") == "round")
+    assert prep == 2 * len(tasks) and ran - prep >= 2 * 2 * len(tasks)  # the proposer's batch; both fresh sides
+    assert rows[-1]["ledger"]["comparison"] == ran - prep and rows[-1]["ledger"]["training"] == 4
+    assert rows[-1]["ledger"]["preparation"] == prep
     assert [r["accepted"] for r in log if r.get("kind") == "proposal"] == [True]
     assert any(f"({start}) ->" in line for line in seen)
     saved = load_spec(str(tmp_path / "run" / "checkpoint" / "harness.yaml"))

@@ -63,7 +63,7 @@ def test_both_rates_up_is_accepted_and_attributed(tmp_path, sensitive):
                       decide_by="gate")  # the paper's point rule; two tasks are too few for the paired one
     assert p["current_rates"]["pass_rate"] == 0.25 and p["candidate_rates"]["pass_rate"] == 0.5
     assert p["current_rates"]["trainable_rate"] == 0.5 and p["candidate_rates"]["trainable_rate"] == 1.0
-    assert p["accepted"] and p["gate"]["accept"] and final.hash == cand.hash and p["decided_by"] == "gate"
+    assert p["accepted"] and p["gate"]["accept"] and final.hash == cand.hash and p["decided_by"] == "point"
     assert not p["paired"]["accept"] and p["paired"]["reason"].startswith("not enough evidence: 2 task(s)")
     assert [d.split(" {")[0] for d in p["diff"]] == ["+ tool run_tests", "+ tool think"]
     by = {a["component"]: a for a in p["attribution"]}
@@ -200,6 +200,12 @@ def test_config_is_checked():
         EvolveConfig(group_size=1).validate()
     with pytest.raises(ValueError, match="decide_by"):
         EvolveConfig(decide_by="vote").validate()
+    with pytest.raises(ValueError, match="'auto' is gone"):
+        EvolveConfig(decide_by="auto").validate()
+    with pytest.raises(ValueError, match="alpha"):
+        EvolveConfig(alpha=0.0).validate()
+    with pytest.raises(ValueError, match="tasks"):
+        EvolveConfig(tasks=0).validate()
 
 
 def test_cli_teacher_edits_the_harness_in_its_work_directory(tmp_path):
@@ -291,47 +297,49 @@ def test_the_budget_rule_retunes_a_list_parameter():
 
 def _epoch(tmp_path, start, proposer, epoch, version):
     evo = Evolution(tmp_path / "evo", [SUITE[t] for t in TASKS], "tool_sensitive", start, proposer,
-                    EvolveConfig(rounds=1, group_size=2, workers=2, bootstrap_samples=200, decide_by="gate", epoch=epoch),
+                    EvolveConfig(rounds=1, group_size=2, workers=2, bootstrap_samples=200, decide_by="point", epoch=epoch),
                     policy_version=version)
     return evo, evo.run()
 
 
-def test_a_frozen_policys_draw_is_reused_across_epochs_and_not_counted(tmp_path, sensitive):
-    """With the weights named (``policy_version``) and unchanged, epoch 2's current side (the harness
-    epoch 1 accepted, same tasks, group size and seeds) is epoch 1's candidate side, read back, not
-    run again; the round says so and counts only what ran. Weights that changed, or an earlier batch
-    with a masked episode, are run again."""
+def test_a_frozen_policys_preparation_batch_is_reused_across_epochs_but_never_a_comparison(tmp_path, sensitive):
+    """With the weights named (``policy_version``) and unchanged, epoch 2's preparation batch (the
+    same harness, tasks, group size and seeds) is epoch 1's, read back, not run again; the round says
+    so and counts only what ran. A comparison is never reused: its current side is drawn afresh with
+    the epoch's own seeds. Weights that changed, or an earlier batch with a masked episode, run again."""
     cand = with_tool(load_spec("h0"), "run_tests", "think")
     sensitive.wins = {(A, False): {1}, (A, True): {1}, (B, True): {2}}
     evo1, final = _epoch(tmp_path, "h0", FixedProposer(cand), 1, "w@update-0")
     assert final.hash == cand.hash
     [r1] = [r for r in evo1.log.records if r.get("kind") == "round"]
-    assert r1["rollouts_run"] == 4 + 1 + 4  # current, the smoke episode, candidate
+    assert r1["rollouts_run"] == 4 + 1 + 4 + 4 and r1["preparation_run"] == 4  # prep, smoke, fresh current, candidate
 
     runs_before = dict(sensitive._counts)
-    evo2, _ = _epoch(tmp_path, cand, FixedProposer(None), 2, "w@update-0")
+    other = with_tool(load_spec("h0"), "think")
+    evo2, _ = _epoch(tmp_path, "h0", FixedProposer(other), 2, "w@update-0")
     [r2] = [r for r in evo2.log.records if r.get("kind") == "round" and r["epoch"] == 2]
     [p2] = [r for r in evo2.log.records if r.get("kind") == "proposal" and r["epoch"] == 2]
-    source = tmp_path / "evo" / "rollouts" / cand.hash / "e1r1"
-    assert p2["reused"] == {"current": str(source), "candidate": None} and r2["rollouts_run"] == 0
-    assert sensitive._counts == runs_before  # no episode ran
-    assert p2["current_rates"] == [p for p in evo1.log.records if p.get("kind") == "proposal"][0]["candidate_rates"]
-    assert json.loads((tmp_path / "evo" / "rollouts" / cand.hash / "e2r1" / "reused.json").read_text())["from"] == str(source)
+    source = tmp_path / "evo" / "rollouts" / load_spec("h0").hash / "e1r1-prep"
+    assert p2["reused"] == {"preparation": str(source), "current": None, "candidate": None}
+    assert r2["preparation_run"] == 0 and r2["rollouts_run"] == 1 + 4 + 4  # smoke, fresh current, candidate
+    assert sum(sensitive._counts.values()) - sum(runs_before.values()) == 8
+    assert p2["preparation_rates"] == [p for p in evo1.log.records if p.get("kind") == "proposal"][0]["preparation_rates"]
+    assert json.loads((source.parent / "e2r1-prep" / "reused.json").read_text())["from"] == str(source)
 
     # the weights changed: run again
-    evo3, _ = _epoch(tmp_path, cand, FixedProposer(None), 3, "w@update-2")
+    evo3, _ = _epoch(tmp_path, "h0", FixedProposer(None), 3, "w@update-2")
     [r3] = [r for r in evo3.log.records if r.get("kind") == "round" and r["epoch"] == 3]
     assert r3["rollouts_run"] == 4
-    # an earlier batch with a masked episode is never reused (e1r1 and e3r1 ran this draw: mask both)
-    for d in ("e1r1", "e3r1"):
+    # an earlier batch with a masked episode is never reused (e1r1-prep and e3r1-prep ran this draw: mask both)
+    for d in ("e1r1-prep", "e3r1-prep"):
         log = source.parent / d / "trajectories.jsonl"
         recs = [json.loads(l) for l in log.read_text().splitlines()]
         recs[0]["mask_sample"] = True
         log.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    evo4, _ = _epoch(tmp_path, cand, FixedProposer(None), 4, "w@update-0")
+    evo4, _ = _epoch(tmp_path, "h0", FixedProposer(None), 4, "w@update-0")
     [r4] = [r for r in evo4.log.records if r.get("kind") == "round" and r["epoch"] == 4]
     assert r4["rollouts_run"] == 4
     # without a name for the weights nothing is reused
-    evo5, _ = _epoch(tmp_path, cand, FixedProposer(None), 5, None)
+    evo5, _ = _epoch(tmp_path, "h0", FixedProposer(None), 5, None)
     [r5] = [r for r in evo5.log.records if r.get("kind") == "round" and r["epoch"] == 5]
-    assert r5["rollouts_run"] == 4 and not (source.parent / "e5r1" / "draw.json").exists()
+    assert r5["rollouts_run"] == 4 and not (source.parent / "e5r1-prep" / "draw.json").exists()

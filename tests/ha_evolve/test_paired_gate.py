@@ -95,8 +95,9 @@ TOOL_TASKS = ("mini__invoice_rounding", "mini__semver_ranges", "mini__table_rend
 
 
 def test_a_harness_sensitive_policy_gets_its_tool_accepted(tmp_path):
+    # 5 tasks: the least p-value is 1/32, so the one comparison's two tests need 0.05 each (alpha 0.1)
     evo = Evolution(tmp_path / "evo", [SUITE[t] for t in TOOL_TASKS], "tool_user", "h0", RuleMutator(),
-                    EvolveConfig(rounds=1, group_size=2, workers=2, bootstrap_samples=100))
+                    EvolveConfig(rounds=1, group_size=2, workers=2, bootstrap_samples=100, alpha=0.1))
     final = evo.run()
     (p,) = [r for r in evo.log.records if r.get("kind") == "proposal"]
     assert p["current_rates"]["pass_rate"] == 0.0 and p["candidate_rates"]["pass_rate"] == 1.0

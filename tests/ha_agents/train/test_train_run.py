@@ -217,10 +217,12 @@ def test_ha_train_evolve_between_epochs(tmp_path):
         log, _ = p.communicate(timeout=900)
     assert p.returncode == 0, log
     rows = _metrics(out)
-    # the harness evolves at the start of each epoch (here: one update each), before its rollouts
-    assert 2 <= rows[0]["ledger"]["comparison"] < rows[1]["ledger"]["comparison"]
-    assert rows[1]["ledger"]["preparation"] == 4 and [r["skills"] for r in rows] == [1, 1]
     evo = [json.loads(l) for l in (out / "evolve" / "evolution.jsonl").read_text().splitlines()]
+    # the harness evolves at the start of each epoch (here: one update each), before its rollouts; the
+    # skill teacher's and the proposer's batches are preparation, the gate's fresh sides comparison
+    prep = sum(e["preparation_run"] for e in evo if e.get("kind") == "round")
+    assert 2 <= rows[0]["ledger"]["comparison"] < rows[1]["ledger"]["comparison"]
+    assert rows[1]["ledger"]["preparation"] == 4 + prep and [r["skills"] for r in rows] == [1, 1]
     assert [e["epoch"] for e in evo if e.get("kind") == "proposal"] == [1, 2]
     frozen = {e["epoch"]: e["current_after"] for e in evo if e.get("kind") == "round"}
     assert [r["harness_hash"] for r in rows] == [frozen[1], frozen[2]]
@@ -379,8 +381,9 @@ def tr_sample(trainer):
 
 
 def test_evolution_with_the_policy_frozen_does_not_rerun_a_draw(tmp_path):
-    """`ha train --evolve --freeze-policy`: the weights never change, so epoch 2's current side (the
-    harness epoch 1 left, same seeds) is epoch 1's batch read back: logged as reused, not counted."""
+    """`ha train --evolve --freeze-policy`: the weights never change, so epoch 2's proposer batch (the
+    harness epoch 1 left, same seeds) is epoch 1's read back: logged as reused, not counted; the
+    comparison's current side is never reused (it is drawn with epoch 2's own seeds)."""
     out = tmp_path / "frozen-evo"
     p = _cli("train", "--suite", "mini", "--instances", TASK, "--model", str(tmp_path / "m"), "--init-model", "qwen",
              "--harness", "train-edit", "--updates", "2", "--tasks-per-update", "1", "--group-size", "2",
@@ -390,14 +393,16 @@ def test_evolution_with_the_policy_frozen_does_not_rerun_a_draw(tmp_path):
     assert p.returncode == 0, log
     evo = [json.loads(l) for l in (out / "evolve" / "evolution.jsonl").read_text().splitlines()]
     rounds = {e["epoch"]: e for e in evo if e.get("kind") == "round"}
+    assert not rounds[1]["accepted"]  # a random tiny model: epoch 2 starts where epoch 1 did
     first = [e for e in evo if e.get("kind") == "proposal" and e["epoch"] == 2][0]
-    assert first["reused"]["current"] and first["reused"]["current"].endswith(f"{rounds[1]['current_after']}/e1r1")
-    assert "(reused from e1r1: the same weights, harness and seeds)" in log
+    assert first["reused"]["preparation"].endswith(f"{rounds[1]['current_after']}/e1r1-prep")
+    assert first["reused"]["current"] is None and rounds[2]["preparation_run"] == 0
+    assert "reused from e1r1-prep: the same weights, harness and seeds" in log
     rows = _metrics(out)
     assert rows[1]["ledger"]["comparison"] - rows[0]["ledger"]["comparison"] == rounds[2]["rollouts_run"]
     epoch2 = [e for e in evo if e.get("kind") == "proposal" and e["epoch"] == 2]
-    assert rounds[2]["rollouts_run"] == sum(e["rollouts"]["smoke"] + (0 if e["reused"]["candidate"] else e["rollouts"]["candidate"])
-                                            for e in epoch2)  # the current side's episodes did not run again
+    assert rounds[2]["rollouts_run"] == sum(e["rollouts"]["smoke"] + e["rollouts"]["candidate"] for e in epoch2) + max(
+        (e["rollouts"]["current"] for e in epoch2), default=0)  # the fresh current side runs once a round
     # a candidate epoch 1 judged with these weights is not offered again (the verdict stands)
     judged = {e["candidate_hash"] for e in evo if e.get("kind") == "proposal" and e["epoch"] == 1 and e["validation"]["ok"]}
     assert judged and not judged & {e["candidate_hash"] for e in epoch2}
