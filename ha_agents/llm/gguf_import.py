@@ -119,6 +119,8 @@ def _load(info: GGUFInfo) -> tuple[Any, Any]:
         raise GGUFError(f"{info.path}: transformers cannot load this GGUF ({info.architecture}): "
                         f"{type(exc).__name__}: {exc}") from None
     tokenizer.add_special_tokens({k: v for k, v in info.specials.items()})  # no new tokens: they are in the vocabulary
+    if getattr(tokenizer, "clean_up_tokenization_spaces", False):
+        tokenizer.clean_up_tokenization_spaces = False  # a WordPiece clean-up: on a BPE vocabulary it drops spaces
     for k, v in info.specials.items():
         setattr(model.config, k + "_id", tokenizer.convert_tokens_to_ids(v))
         if model.generation_config is not None and k in ("eos_token", "bos_token", "pad_token"):
