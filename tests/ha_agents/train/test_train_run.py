@@ -176,6 +176,23 @@ def test_context_budget_that_cannot_fit_the_first_prompt(tmp_path, capsys):
     assert rc == 2 and "first prompt of mini__ini_interpolation is" in capsys.readouterr().err
 
 
+def test_an_update_without_samples_says_why(tmp_path, capsys):
+    """One turn and 8 tokens: every episode of a random model runs out of turns, GRPO drops
+    truncated episodes (the paper's batch policy), and the update line says so instead of a bare
+    `loss nan grad nan`."""
+    from ha_cli.main import main
+
+    rc = main(["train", "--model", str(tmp_path / "m"), "--init-model", "qwen", "--suite", "mini", "--instances", TASK,
+               "--harness", "train-edit", "--updates", "1", "--tasks-per-update", "1", "--group-size", "2",
+               "--max-tokens", "8", "--max-turns", "1", "--context-tokens", "8192", "--no-progress",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "samples 0" in err
+    assert ("no update: no group had both a success and a failure after the batch policy (0 mixed, 0 all-success, "
+            "0 all-failure groups; dropped: 2 truncated)") in err
+
+
 def test_docs_custom_algorithm_example_runs(tmp_path):
     text = (ROOT / "docs" / "training.md").read_text()
     block = re.search(r"<!-- example: custom-trainer -->\n```python\n(.*?)```", text, re.S)
