@@ -63,7 +63,8 @@ class Trajectory:
     logprobs: list[float | None] = field(default_factory=list)
     token_error: str = ""
     model_calls: list[dict[str, Any]] = field(default_factory=list)
-    """Per model call: finish_reason, completion tokens, HTTP attempts, latency."""
+    """Per model call: finish_reason, completion tokens, HTTP attempts, latency; in token mode also
+    ``prompt_tokens``, the length of the token stream the call was given (where its completion starts)."""
     reward: float = 0.0
     termination: Termination | None = None
     mask_sample: bool = False
@@ -162,6 +163,7 @@ class AgentLoop:
                 kw["max_tokens"] = min(caps)
             if "seed" in self._options and seed is not None:
                 kw["seed"] = (int(seed) * 1_000_003 + turns) % (2 ** 31)
+            prompt_len = len(traj.token_ids)  # where this call's completion starts in the token stream
             t1 = time.monotonic()
             try:
                 comp: Completion = self.client.complete(traj.messages, tools,
@@ -176,7 +178,8 @@ class AgentLoop:
             traj.messages.append(msg)
             traj.model_calls.append({"finish_reason": comp.finish_reason, "completion_tokens": len(comp.token_ids or []),
                                "attempts": comp.attempts, "latency_s": round(comp.latency_s, 4),
-                               "token_ids": None if tracking else comp.token_ids})
+                               "token_ids": None if tracking else comp.token_ids,
+                               **({"prompt_tokens": prompt_len} if tracking else {})})
             closed = self._record_turn(traj, comp, turns) if tracking else False
             action = {k: v for k, v in comp.message.items() if k in ("content", "tool_calls", "finish_reason")}
             obs, reward, term, trunc, info = env.step(action)

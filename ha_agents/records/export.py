@@ -1,6 +1,7 @@
 """Reading, exporting and rendering trajectory records (one ``trajectories.jsonl`` line each).
 
-- ``load_trajectory(path, instance_id, run)``: one record, from a trajectories.jsonl or a traj.json;
+- ``load_trajectory(path, instance_id, run)``: one record, from a trajectories.jsonl, a traj.json or
+  an ATIF trajectory (``atif.py``);
 - ``write_traj_json(records, out)``: mini-swe-agent-style ``<out>/trajs/run<k>/<id>/<id>.traj.json``;
 - ``render_text``: one episode, readable: header, hook firings, messages, the final diff (the HTML
   page, ``viewer.render_html``, shows the same and more).
@@ -20,6 +21,10 @@ def load_trajectory(path: str | Path, instance_id: str | None = None, run: int |
     text = path.read_text()
     if path.suffix == ".json":
         data = json.loads(text)
+        if str(data.get("schema_version", "")).startswith("ATIF-"):
+            from .atif import from_atif
+
+            return from_atif(data, str(path)).to_json()
         rec = dict(data.get("info", {}).get("record") or {})
         rec.setdefault("messages", data.get("messages", []))
         return rec
