@@ -34,7 +34,8 @@ install: sysdeps $(BIN)/.installed
 
 # Each step says first what it shows; the last reads the outputs back and fails if the GRPO step
 # trained on nothing or the evolution round could not decide.
-EVOLVE_TASKS = mini__invoice_rounding mini__semver_ranges mini__ini_interpolation mini__jsonpath_lite mini__recurring_events
+EVOLVE_TASKS = mini__invoice_rounding mini__semver_ranges mini__ini_interpolation mini__jsonpath_lite mini__recurring_events \
+               mini__ttl_cache
 
 demo: install
 	rm -rf $(OUT)
@@ -48,7 +49,7 @@ demo: install
 	$(BIN)/ha eval --suite mini --policy oracle --harness h2 --runs 1 --workers 2 --out $(OUT)/oracle-h2
 	@echo "demo 5/7: an agent that submits nothing earns nothing (null: pass@1 0)"
 	$(BIN)/ha eval --suite mini --policy null --harness h2 --runs 1 --workers 2 --out $(OUT)/null-h2
-	@echo "demo 6/7: one evolution round that decides: on 5 tasks (the least at which the paired gate can reach 95%) the rule proposer adds a test runner to h0, and a fixture agent that tests when it can (tool_user: a check of the mechanism, not a model) solves them all with it; the gate accepts"
+	@echo "demo 6/7: one evolution round that decides: on 6 tasks (the least at which the exact paired test can pass at its level, 0.05 per epoch split over the two rates) the rule proposer adds a test runner to h0, and a fixture agent that tests when it can (tool_user: a check of the mechanism, not a model) solves them all with it; the gate accepts"
 	$(BIN)/ha evolve run --suite mini --instances $(EVOLVE_TASKS) --model tool_user \
 	  --harness h0 --proposer rule --rounds 1 --group-size 2 --out $(OUT)/evolve
 	@echo "demo 7/7: GRPO updates with samples: a tiny random model, warm-started on a fix and a give-up of one task, samples both at temperature 1, so its groups of 8 mix successes and failures and each update has a gradient"
