@@ -26,7 +26,11 @@ def test_evolve_run_passes_sampling_and_a_seed_per_member(tmp_path, capsys):
     assert "seed" not in preflight and (preflight["temperature"], preflight["top_p"]) == (0.7, 0.9)
     assert bodies and all(b["temperature"] == 0.7 and b["top_p"] == 0.9 for b in bodies)
     seeds = [b["seed"] for b in bodies]
-    assert len(seeds) == 6 and len(set(seeds)) == 3  # three members, each its own seed, on both sides alike
+    # the proposer's batch (three members), then the comparison drawn fresh: three members, each its
+    # own seed, on both sides alike, none of them the proposer's batch's
+    prep, compared = seeds[:3], seeds[3:]
+    assert len(seeds) == 9 and len(set(prep)) == 3 and len(set(compared)) == 3 and not set(prep) & set(compared)
+    assert sorted(compared[:3]) == sorted(compared[3:])
     recs = [json.loads(line) for line in (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()]
     (p,) = [r for r in recs if r["kind"] == "proposal"]
     assert p["decided_by"] == "paired" and p["decision_reason"].startswith("not enough evidence")
