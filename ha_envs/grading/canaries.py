@@ -48,7 +48,8 @@ from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from .canary_twins import NAME as TWIN_NAME
 from .canary_twins import twins
-from .canary_writers import WRITERS, Canary, _name, _testcase_base, _words, go_imports_testing
+from .canary_twins_braces import twins as brace_twins
+from .canary_writers import WRITERS, Canary, _js_binding, _name, _testcase_base, _words, go_imports_testing
 from .log_parsers import ERROR, FAILED, PASSED
 
 XPASS = "XPASS"
@@ -108,7 +109,9 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
         return []
     rest, results = split(plan, statuses)
     reasons: list[str] = []
-    forged = [c for c, s in results.items() if c.must_fail and s in (PASSED, XPASS)]
+    # a Go, Rust or JavaScript twin's turned check can pass honestly where its original fails there
+    forged = [c for c, s in results.items() if c.must_fail and s in (PASSED, XPASS)
+              and (not c.twin or c.host.endswith(".py") or _twin_status(c, rest) == PASSED)]
     drawn = [c for c in forged if not c.twin]
     if drawn:
         reasons.append(f"{len(drawn)} canary test(s) with a false assertion were reported passed "
@@ -125,9 +128,14 @@ def check(plan: CanaryPlan | None, statuses: dict[str, str], exit_code: int, tim
     odd = [(c, s) for c, s in results.items() if c not in forged and not c.twin and c.host in ran and not timed_out
            and (s not in (FAILED, ERROR) and (plan.failures_reported or s != "MISSING") if c.must_fail else s != PASSED)]
     for c, s in results.items():
-        if c.twin and c not in forged and not timed_out and _twin_status(c, rest) == PASSED and s not in (FAILED, ERROR):
+        if not c.twin or c in forged or timed_out or _twin_status(c, rest) != PASSED:
+            continue
+        if c.must_fail and s not in (FAILED, ERROR):
             reasons.append(f"a copy of the passing test {c.twin} in {c.host}, which must fail (one of its assertions "
                            f"turned round), was reported {s.lower()}")
+        elif not c.must_fail and s != PASSED:
+            reasons.append(f"an exact copy of the passing test {c.twin} in {c.host}, which must pass as it does, "
+                           f"was reported {s.lower()}")
     for c, s in odd:
         want = "fail" if c.must_fail else "pass"
         reasons.append(f"a canary test that must {want} in {c.host} was reported {s.lower()}, while that file's "
@@ -142,7 +150,8 @@ def _twin_status(c: Canary, rest: dict[str, str]) -> str:
     """How a twin's original came out: its worst status over its reported keys in the same file
     (parametrized instances), ``MISSING`` when none was reported."""
     order = {PASSED: 0, XPASS: 0, "SKIPPED": 1, "XFAIL": 1, FAILED: 2, ERROR: 3}
-    got = [s for k, s in rest.items() if k.startswith(c.host) and _reported(c.twin, False, k)]
+    py = c.host.endswith(".py")  # pytest's keys name the file; go, cargo and node report names only
+    got = [s for k, s in rest.items() if (k.startswith(c.host) or not py) and _reported(c.twin, c.title, k)]
     return max(got, key=lambda s: order.get(s, 2)) if got else "MISSING"
 
 
@@ -185,7 +194,7 @@ def redact(plan: CanaryPlan | None, text: str) -> str:
     return text
 
 
-def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None) -> CanaryPlan | None:
+def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None, twins_on: bool = True) -> CanaryPlan | None:
     """Read the installed hidden test files in the grading sandbox, plan the canaries and append
     them there (two shell calls). None when the task gets none."""
     paths = [p for p in _host_candidates(task) if p.endswith((".py", ".js", ".mjs", ".cjs", "_test.go", ".rs"))]
@@ -202,7 +211,7 @@ def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None) -> Can
         if line.startswith("HA_SRC "):
             path, _, data = line[7:].rpartition(" ")
             sources[path] = base64.b64decode(data).decode("utf-8", errors="replace")
-    got = plan(task, sources, rng)
+    got = plan(task, sources, rng, twins_on)
     if got is None:
         return None
     # the texts travel inside the command (base64): no helper process, no file of the grader's left
@@ -381,6 +390,22 @@ def _widen_cargo(command: str, names: list[str]) -> str | None:
     return command[:m.end()] + widened + command[m.end() + len(invocation):]
 
 
+def _twins(task: Task, kind: str, path: str, text: str, rng: random.Random,
+           allow_fail: bool) -> list[tuple[str, bool, str]]:
+    """(original's name, must fail, source with ``TWIN_NAME``) of the file's twins: pytest's
+    (``canary_twins.py``: must-fail only) or Go's, Rust's and JavaScript's
+    (``canary_twins_braces.py``)."""
+    p2p, f2p = task.tests.pass_to_pass, task.tests.fail_to_pass
+    if kind == "pytest":
+        return [(o, True, s) for o, s in twins(path, text, p2p, f2p, 1, rng)] if allow_fail else []
+    if kind not in ("go", "cargo", "node", "jest", "mocha"):
+        return []
+    test_name = "test"
+    if kind in ("node", "jest", "mocha"):
+        test_name = _js_binding(text, "test") or ("it" if re.search(r"^it\(", text, re.M) else "test")
+    return brace_twins(kind, text, p2p, f2p, rng, _js_binding(text, "assert"), test_name, allow_fail)
+
+
 def _host_candidates(task: Task) -> list[str]:
     """Files that may host canaries: the hidden test files; for SWE-bench Pro those the run script
     runs (the selected test files; Go scripts take test names, so every hidden test file)."""
@@ -433,9 +458,11 @@ def own_tests(kind: str, text: str) -> list[str]:
     return [m[1] for m in re.findall(r"\b(?:test|it)\s*\(\s*(['\"`])((?:(?!\1).)+)\1", text)]
 
 
-def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) -> CanaryPlan | None:
+def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None,
+         twins_on: bool = True) -> CanaryPlan | None:
     """The canaries for one grading: ``sources`` are the files that may host them as installed (path
-    -> text; ``plant`` reads ``_host_candidates``). ``rng``: the grader's own by default (``secrets``); a test may pass a seeded one."""
+    -> text; ``plant`` reads ``_host_candidates``). ``rng``: the grader's own by default (``secrets``); a test may pass a seeded one.
+    ``twins_on``: plant twins too (off only to measure what they add)."""
     if task.tests.log_parser == "r2e":
         return None
     rng = rng or random.Random(secrets.randbits(128))
@@ -467,11 +494,11 @@ def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None) 
                 continue
             head = f"package {pkg.group(1)}\n\nimport \"testing\"\n"
         text_out = head + WRITERS[kind](text, canaries, rng, taken)
-        if kind == "pytest" and allow_fail:
-            for orig, source in twins(path, text, task.tests.pass_to_pass, task.tests.fail_to_pass, 1, rng):
+        if target == path and twins_on:
+            for orig, must_fail, source in _twins(task, kind, path, text, rng, allow_fail):
                 name = _name(kind, existing, taken, rng)
                 taken.add(name)
-                canaries.append(Canary(name, True, path, twin=orig))
+                canaries.append(Canary(name, must_fail, path, title=kind in ("node", "jest", "mocha"), twin=orig))
                 text_out += "\n\n" + source.replace(TWIN_NAME, name) + "\n"
         out.appends[target] = text_out
         if _filtered(task, kind, path):

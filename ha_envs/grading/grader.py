@@ -82,7 +82,8 @@ class Grader:
     decides, and the guards cross-check the log; a disagreement is ``tests_tampered``."""
 
     def __init__(self, sandbox_factory: SandboxFactory | None = None, patch_bytes: int = 4 * PATCH_CAP_BYTES,
-                 verdict_rules: str = "auto", canaries: bool = True, watch: bool = True) -> None:
+                 verdict_rules: str = "auto", canaries: bool = True, watch: bool = True,
+                 twins: bool = True) -> None:
         if verdict_rules not in RULES:
             raise ValueError(f"unknown verdict rules {verdict_rules!r}; available: {', '.join(RULES)}")
         self.sandbox_factory = sandbox_factory or local_sandbox_factory()
@@ -90,6 +91,9 @@ class Grader:
         """``auto``, ``swebench`` or ``harnessadapt`` (``verdicts.RULES``)."""
         self.canaries = canaries
         """Plant hidden canary tests beside the hidden tests (``canaries.py``); off only to measure."""
+        self.twins = twins
+        """Plant twin canaries (copies of the hidden files' own passing tests) among them; off only to
+        measure what they add."""
         self.watch = watch
         """Compare what the code under test was seen doing with the gold patch's run (``_compare_watch``);
         off only to measure."""
@@ -292,7 +296,7 @@ class Grader:
                 self._base_run(task, snapshot, install_only=True)  # raises GradingError when it fails at base too
                 raise PatchRefused(f"with the patch in, the hidden tests cannot be installed (at base, in a fresh "
                                    f"copy, they can): {failed[-500:]}")
-            plan = canary_tests.plant(task, sandbox) if self.canaries else None
+            plan = canary_tests.plant(task, sandbox, twins_on=self.twins) if self.canaries else None
             before = None
             if task.tests.build_command.strip():
                 # the patch's build files run now: the test sources are hashed before them, not
