@@ -13,9 +13,11 @@ declares, no-op assertions only inside tests that called the package) treats it 
   ``assert.ok(X)`` -> ``assert.ok(!(X))``, jest's ``expect(A).toBe(B)`` -> ``.not.toBe``. Where the
   original passes, the turned check is reached with its condition the other way round, so the twin
   fails; reported passed, the run is forged.
-- **must pass**: a verbatim copy, which must come out as its original does. Not made of tests that
-  can read their own name (Go's ``t.Name()``, snapshot assertions, mocha's ``this``), whose copies
-  could fail honestly.
+- **must pass**: a verbatim copy, which must come out as its original does.
+
+Tests that can read their own name (Go's ``t.Name()``, snapshot and golden files, mocha's ``this``,
+node's ``t.name``) are never copied: a copy under another name could fail, or pass a turned check,
+honestly.
 
 Both expectations are relative to the original in the same run (``canaries.check``): a fix that
 breaks the original is not flagged. Only tests at the top of the file (column 0), formatted as the
@@ -210,7 +212,9 @@ def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
     pool = []
     for name, first, end, rest in found:
         body = lines[first:end + 1]
-        if not _listed(pass_to_pass, name) or _listed(fail_to_pass, name) or _EARLY[lang].search("\n".join(body)):
+        joined = "\n".join(body)
+        if not _listed(pass_to_pass, name) or _listed(fail_to_pass, name) or _EARLY[lang].search(joined) \
+                or _OWN_NAME[lang].search(joined):
             continue
         if kind == "cargo" and any(a.startswith(("#[ignore", "#[should_panic")) for a in body):
             continue
@@ -222,7 +226,7 @@ def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
         if must_fail and turns and not any(f for _, f, _ in out):
             a, b, new = rng.choice(turns)
             out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest)))
-        elif not any(not f for _, f, _ in out) and not _OWN_NAME[lang].search("\n".join(body)):
+        elif not any(not f for _, f, _ in out):
             out.append((name, False, _renamed(kind, name, body, rest)))
         if len(out) == 1 + must_fail:
             break
