@@ -41,7 +41,8 @@ from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
-from .runners import Evidence, _simple, changed_tests, guards_for, watch_record
+from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
+from . import ostrace  # noqa: F401,E402  (registers the OS-level watch last: it wraps the other guards' commands)
 from .verdicts import RULES
 from .copy_scripts import (GRADE_DIR, applied_paths, apply_error, apply_script, ignored_one_by_one, ignored_script,
                            install_hidden, joined, parse_hashes, patch_file_bytes, put_files, test_hashes_script,
@@ -526,9 +527,7 @@ class Grader:
             except ValueError:
                 evidence.reports[name] = None
         if watch is not None:
-            got = sandbox.run(f"head -c 65536 -- {ansi_c_quote(watch[1])} 2>/dev/null", timeout=60)
-            rep = evidence.reports.get(watch[0])
-            evidence.watch = watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
+            evidence.watch = read_watch(task, sandbox, watch, evidence.reports)
         return evidence
 
 

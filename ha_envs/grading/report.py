@@ -13,7 +13,7 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/10"  # 10: the running test unnamed in the environment; the watch sees frame walks
+GRADER_VERSION = "ha-grader/11"  # 11: twins for Go, Rust, JavaScript; an OS-level watch (strace) of their runs
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)
@@ -27,6 +27,7 @@ GRADER_VERSION = "ha-grader/10"  # 10: the running test unnamed in the environme
 #    only when the base times out too); the base's start and timeout checks in a fresh copy; patches over
 #    MAX_PATCH_PATHS paths or whose ignore check fails are patch_refused; the watch (Python under pytest)
 #    compared with the gold patch's run
+# 10: the running test unnamed in the environment; the watch sees frame walks
 
 
 class GradingError(RuntimeError):

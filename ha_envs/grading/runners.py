@@ -152,6 +152,17 @@ _PYTEST_CMD = re.compile(r"(^|[\s/;&|(])(py\.?test)(\s|$)|-m\s+pytest\b")
 _SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+ ?s(?:econds)?\b.*?=*\s*$")
 
 
+def read_watch(task: Task, sandbox: Any, watch: tuple[str, str], reports: dict[str, dict | None]) -> list[str] | None:
+    """The watch record of a run: (guard name, its watch file). A guard that reads its own
+    (``ostrace.TraceGuard``) does; the pytest guard's file and report are read together."""
+    guard = GUARDS[watch[0]]
+    if hasattr(guard, "read_watch"):
+        return guard.read_watch(task, sandbox, watch[1])
+    got = sandbox.run(f"head -c 65536 -- {ansi_c_quote(watch[1])} 2>/dev/null", timeout=60)
+    rep = reports.get(watch[0])
+    return watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
+
+
 @register_guard("pytest")
 class PytestGuard:
     name = "pytest"

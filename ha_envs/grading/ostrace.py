@@ -1,0 +1,142 @@
+"""The watched run for Go, Rust and JavaScript: an OS-level trace of the test processes.
+
+The code under test of a compiled language or of node runs inside the test binary or the node
+process, where no guard of ours runs before it. So the test command runs under ``strace -f``
+(``--seccomp-bpf``: only the traced calls stop the process), which records, from outside the
+traced processes, what they do, and the grader reads the trace back after the run (``record``):
+
+- ``spawn:<program>``: a program started by a *test process* (a Go ``*.test`` binary, a Rust test
+  binary under ``target/*/deps/``, node, and everything they start); ``spawn:test-binary`` when a
+  test binary starts a test binary (itself again, to rewrite its output);
+- ``fd_redirect:1`` / ``fd_redirect:2``: a test process makes fd 1 or 2 a copy of another
+  descriptor (``dup2``/``dup3``: a pipe through a filter);
+- ``test_source_read``: a test process opens a test source (a hidden test file, ``*_test.go``,
+  ``tests/**.rs``, ``*.test.js``): the compilers do, a test binary has no reason to;
+- ``trace_touched``: any process opens, renames, removes or truncates the trace file itself (the
+  call is recorded after it returns, so it survives the tampering it announces).
+
+The record is compared with the gold patch's run of the same task (``Grader._compare_watch``, the
+Python watch's comparison): a kind the gold run does not show -> ``verdict_tampered``. Where
+``strace`` is missing from the sandbox or cannot trace there, the command runs as it is and the
+run is unwatched (``watch`` None). Limits (``docs/security.md``): the trace is a file in the grading
+copy, which the code under test can find and rewrite (``trace_touched`` is its only witness);
+node's own runner spawns node processes, wires their fds and reads the test files, so for node
+only programs other than node and the files' readers beyond them can differ from the gold run.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from ..sandbox.shell import ansi_c_quote
+from ..task import Task
+from .runners import Evidence, GuardRun, register_guard
+
+TRACED = "execve,openat,open,dup2,dup3,clone,clone3,fork,vfork,rename,renameat,renameat2,unlink,unlinkat,truncate"
+MAX_TRACE = 48 << 20
+"""Bytes of the trace read back; a larger trace is cut there (and says so: ``trace_cut``)."""
+_COMMANDS = re.compile(r"\bgo\s+test\b|\bcargo\s+(?:\+\S+\s+)?test\b|\bnode\s+.*--test\b|\b(?:jest|mocha|vitest)\b")
+_TEST_BINARY = re.compile(r"\.test$|/target/(?:[^/]+/)*deps/[^/]+-[0-9a-f]{16}$")
+_TEST_SOURCE = re.compile(r"(?:_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?)$|(?:^|/)tests/.*\.rs$")
+_LINE = re.compile(r"^(\d+)\s+(.*)$")
+_CALL = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+|\?)")
+
+
+def wrap(command: str, trace: str) -> str:
+    """``command`` under strace when the sandbox has a working one, else as it is."""
+    inner = ansi_c_quote(command)
+    probe = (f"command -v strace >/dev/null 2>&1 && strace -f -qq -o /dev/null true >/dev/null 2>&1 && "
+             f"mkdir -p -- {ansi_c_quote(trace.rsplit('/', 1)[0])}")
+    return (f"if {probe}; then strace -f -qq --seccomp-bpf -e status=successful -s 512 -e trace={TRACED} "
+            f"-o {ansi_c_quote(trace)} -- bash -c {inner}; else bash -c {inner}; fi")
+
+
+def _joined(text: str) -> list[tuple[int, str]]:
+    """(pid, ``call(args) = ret``) with strace's ``<unfinished ...>``/``<... resumed>`` halves joined."""
+    pending: dict[int, str] = {}
+    out = []
+    for raw in text.splitlines():
+        m = _LINE.match(raw)
+        if not m:
+            continue
+        pid, rest = int(m.group(1)), m.group(2)
+        if rest.endswith("<unfinished ...>"):
+            pending[pid] = rest[:-len("<unfinished ...>")].rstrip()
+            continue
+        resumed = re.match(r"^<\.\.\. \w+ resumed>\s?(.*)$", rest)
+        if resumed:
+            rest = pending.pop(pid, "") + resumed.group(1)
+        out.append((pid, rest))
+    return out
+
+
+def _first_string(args: str) -> str | None:
+    m = re.search(r'"((?:[^"\\]|\\.)*)"', args)
+    return m.group(1) if m else None
+
+
+def record(text: str, hidden: tuple[str, ...], trace: str) -> list[str]:
+    """The kinds of behaviour the trace shows (module docstring), sorted."""
+    exe: dict[int, str] = {}
+    tester: set[int] = set()
+    hidden_names = {h.rsplit("/", 1)[-1] for h in hidden}
+    trace_name = trace.rsplit("/", 1)[-1]
+    seen: set[str] = set()
+    for pid, rest in _joined(text):
+        m = _CALL.match(rest)
+        if not m:
+            continue
+        call, args, ret = m.groups()
+        path = _first_string(args) or ""
+        if trace_name in args and call != "execve":
+            seen.add("trace_touched")
+        if call in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
+            child = int(ret)
+            exe[child] = exe.get(pid, "")
+            if pid in tester:
+                tester.add(child)
+        elif call == "execve":
+            binary = _TEST_BINARY.search(path) is not None or path.rsplit("/", 1)[-1] == "node"
+            if pid in tester:
+                seen.add("spawn:test-binary" if binary and _TEST_BINARY.search(path) else
+                         f"spawn:{path.rsplit('/', 1)[-1]}")
+            exe[pid] = path
+            if binary:
+                tester.add(pid)
+        elif call in ("dup2", "dup3") and pid in tester:
+            fds = re.match(r"^\s*(\d+),\s*(\d+)", args)
+            if fds and fds.group(2) in ("1", "2") and fds.group(1) != fds.group(2):
+                seen.add(f"fd_redirect:{fds.group(2)}")
+        elif call in ("open", "openat") and pid in tester and path:
+            if path.rsplit("/", 1)[-1] in hidden_names or _TEST_SOURCE.search(path):
+                seen.add("test_source_read")
+    return sorted(seen)
+
+
+@register_guard("ostrace")
+class TraceGuard:
+    """The OS-level watch: registered after the runner guards, so it wraps their commands."""
+
+    name = "ostrace"
+
+    def applies(self, task: Task) -> bool:
+        return task.language != "python" and task.tests.log_parser != "pro" and \
+            bool(_COMMANDS.search(task.tests.test_command))
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        trace = f"{grade_dir}/{secrets.token_hex(6)}.log"
+        return GuardRun(wrap(command, trace), watch=trace)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        return []  # the trace is compared with the gold run's (Grader._compare_watch), not with the log
+
+    def read_watch(self, task: Task, sandbox: Any, path: str) -> list[str] | None:
+        """The trace's kinds; None when the run was not traced (no strace in the sandbox)."""
+        got = sandbox.run(f"test -f {ansi_c_quote(path)} && cat -- {ansi_c_quote(path)}", timeout=120,
+                          head_bytes=MAX_TRACE, tail_bytes=0)
+        if got.exit_code != 0:
+            return None
+        kinds = record(got.output, task.hidden_test_files, path)
+        return sorted({*kinds, "trace_cut"}) if got.truncated else kinds
