@@ -159,6 +159,9 @@ class Grader:
             if ran is not None:
                 self._judge(task, snapshot, report, *ran)
                 if compare and self.watch:
+                    if patch == (task.gold_patch or "") and report.watch is not None:  # the gold's own run
+                        with self._lock:
+                            self._references.setdefault(_reference_key(task), report.watch)
                     self._compare_watch(task, snapshot, report)
         except PatchRefused as exc:
             report.status, report.resolved, report.error = "patch_refused", False, str(exc)
@@ -254,7 +257,7 @@ class Grader:
 
     def _watch_reference(self, task: Task, snapshot: Snapshot | None) -> list[str] | None:
         gold = task.gold_patch or ""
-        key = (task.instance_id, hashlib.sha256(gold.encode("utf-8", "surrogateescape")).hexdigest())
+        key = _reference_key(task)
         with self._lock:
             if key in self._references:
                 return self._references[key]
@@ -531,5 +534,9 @@ class Grader:
         return evidence
 
 
+def _reference_key(task: Task) -> tuple[str, str]:
+    """Where the gold patch's watch record of ``task`` is kept (``Grader._references``)."""
+    gold = task.gold_patch or ""
+    return task.instance_id, hashlib.sha256(gold.encode("utf-8", "surrogateescape")).hexdigest()
 __all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",
            "split_patch"]
