@@ -114,7 +114,7 @@ def test_node_go_cargo_checks():
     cut = "test a ... ok\nrunning 2 tests\ntest a ... ok\n"
     reasons = CargoGuard().check(rs, {"a": "PASSED"}, _ev(cut, 0))
     assert any("outside" in r for r in reasons) and any("stopped before its summary" in r for r in reasons)
-    assert [g.name for g in guards_for(rs)] == ["cargo"]
+    assert [g.name for g in guards_for(rs)] == ["cargo", "ostrace"]  # the OS-level watch last: it wraps the rest
 
 
 def test_hidden_test_names():
