@@ -42,7 +42,6 @@ from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
 from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
-from . import ostrace  # noqa: F401,E402  (registers the OS-level watch last: it wraps the other guards' commands)
 from .verdicts import RULES
 from .copy_scripts import (GRADE_DIR, applied_paths, apply_error, apply_script, ignored_one_by_one, ignored_script,
                            install_hidden, joined, parse_hashes, patch_file_bytes, put_files, test_hashes_script,
@@ -538,5 +537,7 @@ def _reference_key(task: Task) -> tuple[str, str]:
     """Where the gold patch's watch record of ``task`` is kept (``Grader._references``)."""
     gold = task.gold_patch or ""
     return task.instance_id, hashlib.sha256(gold.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 __all__ = ["ERROR", "FAILED", "GRADER_VERSION", "GradeReport", "Grader", "GradingError", "filter_patch",
            "split_patch"]
