@@ -201,7 +201,8 @@ class DockerSandbox:
             ulimits=[docker.types.Ulimit(name="fsize", soft=c.disk_bytes, hard=c.disk_bytes)],
             labels={LABEL: "1", f"{LABEL}.owner": owner(), f"{LABEL}.role": self.role,
                     f"{LABEL}.instance": getattr(self.task, "instance_id", "") or ""},
-            volumes={host: {"bind": inside, "mode": "rw"} for host, inside in self.mounts.items()},
+            volumes={**{host: {"bind": inside, "mode": "rw"} for host, inside in self.mounts.items()},
+                     **(_tracer_volumes() if self.role == "grader" else {})},
         )
         try:
             container = retrying(lambda: self.client.containers.run(self.image, **kwargs))
@@ -509,3 +510,11 @@ def docker_available() -> bool:
         return True
     except SandboxError:
         return False
+
+
+def _tracer_volumes() -> dict[str, dict[str, str]]:
+    """The host's strace with its own loader and libraries, read-only at ``ostrace.TRACER_DIR``: the
+    grading container's test run is traced whatever its image holds (``grading/ostrace.py``)."""
+    from ..grading.ostrace import TRACER_DIR, tracer_files
+
+    return {host: {"bind": f"{TRACER_DIR}/{name}", "mode": "ro"} for host, name in tracer_files().items()}

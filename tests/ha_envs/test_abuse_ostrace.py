@@ -1,6 +1,6 @@
-"""The abuse suite, the OS-level watch of Go and Rust runs (``ha_envs/grading/ostrace.py``): forgeries
-that rewrite everything the test binary reports and exit 0, so that neither the exit status nor a
-summary contradicts the log. Graded without canaries and without the watch, each earns 1.0; with the
+"""The abuse suite, the OS-level watch of Go and Rust runs (``ha_envs/grading/ostrace.py``), in both
+sandboxes: forgeries that rewrite everything the test binary reports and exit 0, so that neither the
+exit status nor a summary contradicts the log. Graded without canaries and without the watch, each earns 1.0; with the
 watch alone, what the test binary did (a program spawned, itself run again, fd 1 rewired) is not in
 the gold patch's run of the task -> ``verdict_tampered``. And ``record`` on a written trace."""
 
@@ -118,33 +118,28 @@ def _task(name: str):
     return next(t for t in load_suite("mini") if t.instance_id == name)
 
 
-@pytest.mark.parametrize("form", sorted(FORMS))
-def test_forgeries_that_leave_no_contradiction_are_seen_by_the_trace(form, tmp_path):
-    """Local sandbox (the task images carry no strace: Docker runs are unwatched, below)."""
-    from ..conftest import require_bwrap, require_tool
+CASES = [*(("local", f) for f in sorted(FORMS)), ("docker", "go-reexec-rewrite-exit-0")]
 
-    require_bwrap()
+
+@pytest.mark.parametrize("kind,form", CASES, indirect=["kind"])
+def test_forgeries_that_leave_no_contradiction_are_seen_by_the_trace(kind, form, tmp_path):
+    """Every form in the local sandbox (graded without any defence first, to show it works), one in
+    Docker, where the grading container gets the host's strace read-only (``ostrace.TRACER_DIR``)."""
+    from ..conftest import require_tool
+
     require_tool("strace")
     name, path, text = FORMS[form]
     task = _task(name)
     patch = patch_of(task.source_dir, path, text, tmp_path)
-    bare = Grader(canaries=False, watch=False).grade(task, patch)
-    assert bare.reward == 1.0, (bare.status, bare.tampering)  # the forgery works
-    report = Grader(canaries=False).grade(task, patch)
+    factory = docker_sandbox_factory() if kind == "docker" else local_sandbox_factory()
+    if kind == "local":
+        bare = Grader(factory, canaries=False, watch=False).grade(task, patch)
+        assert bare.reward == 1.0, (bare.status, bare.tampering)  # the forgery works
+    report = Grader(factory, canaries=False).grade(task, patch)
     assert_graded_zero(report)
     assert report.status == "verdict_tampered" and report.watch_reference == [], (report.status, report.tampering)
     assert KINDS[form] <= set(report.watch), report.watch
     assert any("gold patch's run of this task does not" in r for r in report.tampering), report.tampering
-
-
-def test_docker_runs_are_not_watched_without_strace_in_the_image(kind):
-    """The bundled tasks' images have no strace: the run goes untraced (``watch`` None), the
-    forgery is left to the canaries and the exit-status checks."""
-    if kind == "local":
-        pytest.skip("the local sandbox is watched (above)")
-    task = _task("mini__js_template")
-    report = Grader(docker_sandbox_factory(), canaries=False).grade(task, task.gold_patch)
-    assert report.resolved and report.watch is None, (report.status, report.watch)
 
 
 TRACE = '''100 execve("/usr/bin/go", ["go", "test"], 0x1 /* 3 vars */) = 0
