@@ -41,6 +41,7 @@ from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
+from . import ostrace  # noqa: F401  (registers the OS-level watch after the runner guards: it wraps their commands)
 from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
 from .verdicts import RULES
 from .copy_scripts import (GRADE_DIR, applied_paths, apply_error, apply_script, ignored_one_by_one, ignored_script,

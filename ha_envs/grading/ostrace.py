@@ -18,7 +18,8 @@ traced processes, what they do, and the grader reads the trace back after the ru
 The record is compared with the gold patch's run of the same task (``Grader._compare_watch``, the
 Python watch's comparison): a kind the gold run does not show -> ``verdict_tampered``. The local
 sandbox uses the host's ``strace``; a Docker grading container gets it, with its own loader and
-libraries, read-only at ``TRACER_DIR`` (``sandbox/docker.py``), so no image needs it. Where no strace
+libraries, read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image
+needs it. Where no strace
 works, the command runs as it is and the run is unwatched (``watch`` None). Limits (``docs/security.md``): the trace is a file in the grading
 copy, which the code under test can find and rewrite (``trace_touched`` is its only witness);
 node's own runner spawns node processes, wires their fds and reads the test files, so for node
@@ -27,15 +28,12 @@ only programs other than node and the files' readers beyond them can differ from
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 import secrets
-import shutil
-import subprocess
 from typing import Any
 
 from ..sandbox.shell import ansi_c_quote
+from ..sandbox.tracer import TRACER_DIR
 from ..task import Task
 from .runners import Evidence, GuardRun, register_guard
 
@@ -49,30 +47,8 @@ _LINE = re.compile(r"^(\d+)\s+(.*)$")
 _CALL = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+|\?)")
 
 
-TRACER_DIR = "/opt/ha-tracer"
-"""Where a Docker grading container finds the host's strace, its loader and its libraries."""
 _TRACER = (f'if [ -x {TRACER_DIR}/strace ]; then HA_ST="{TRACER_DIR}/ld.so --library-path {TRACER_DIR} '
            f'{TRACER_DIR}/strace"; else HA_ST=strace; fi')
-
-
-@functools.lru_cache(maxsize=1)
-def tracer_files() -> dict[str, str]:
-    """Host path -> name in ``TRACER_DIR``: strace, its dynamic loader (``ld.so``) and the libraries
-    ``ldd`` names, so that it runs on the host's libraries in any image. {} without strace."""
-    found = shutil.which("strace")
-    if found is None:
-        return {}
-    try:
-        out = subprocess.run(["ldd", found], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    files = {os.path.realpath(found): "strace"}
-    for line in out.splitlines():
-        m = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
-        if m:
-            name = "ld.so" if "ld-linux" in m.group(1) else m.group(1).rsplit("/", 1)[-1]
-            files[os.path.realpath(m.group(1))] = name
-    return files if "ld.so" in files.values() else {}
 
 
 def wrap(command: str, trace: str) -> str:

@@ -340,7 +340,3 @@ class CargoGuard:
                 any(s == FAILED for s in statuses.values()):
             reasons.append("tests failed but the command exited 0")
         return reasons
-
-
-# the OS-level watch registers last: its wrapper goes round the other guards' commands
-from . import ostrace  # noqa: E402,F401

@@ -513,8 +513,8 @@ def docker_available() -> bool:
 
 
 def _tracer_volumes() -> dict[str, dict[str, str]]:
-    """The host's strace with its own loader and libraries, read-only at ``ostrace.TRACER_DIR``: the
+    """The host's strace with its own loader and libraries, read-only at ``tracer.TRACER_DIR``: the
     grading container's test run is traced whatever its image holds (``grading/ostrace.py``)."""
-    from ..grading.ostrace import TRACER_DIR, tracer_files
+    from .tracer import TRACER_DIR, tracer_files
 
     return {host: {"bind": f"{TRACER_DIR}/{name}", "mode": "ro"} for host, name in tracer_files().items()}

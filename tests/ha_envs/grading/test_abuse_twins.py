@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 
 from .abuse_helpers import kind  # noqa: F401
 from .test_abuse_escapes import assert_graded_zero

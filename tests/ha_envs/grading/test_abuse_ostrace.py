@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ha_envs.grading.grader import Grader, docker_sandbox_factory, local_sandbox_factory
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 from ha_envs.grading.ostrace import record
 
 from .abuse_helpers import kind  # noqa: F401
@@ -125,7 +126,7 @@ CASES = [*(("local", f) for f in sorted(FORMS)), ("docker", "go-reexec-rewrite-e
 def test_forgeries_that_leave_no_contradiction_are_seen_by_the_trace(kind, form, tmp_path):
     """Every form in the local sandbox (graded without any defence first, to show it works), one in
     Docker, where the grading container gets the host's strace read-only (``ostrace.TRACER_DIR``)."""
-    from ..conftest import require_tool
+    from tests.conftest import require_tool
 
     require_tool("strace")
     name, path, text = FORMS[form]
@@ -184,7 +185,7 @@ def _other_fix(task, tmp_path) -> str:
 @pytest.mark.parametrize("iid", ["mini__js_template", "mini__go_ledger"])
 def test_an_honest_fix_other_than_the_gold_patch_passes_the_trace(iid, tmp_path):
     """No false alarm: the fix's run and the gold patch's (graded apart) show the same kinds."""
-    from ..conftest import require_bwrap, require_tool
+    from tests.conftest import require_bwrap, require_tool
 
     require_bwrap()
     require_tool("strace")

@@ -158,7 +158,7 @@ def test_the_bundled_gold_patches_resolve_with_their_twins(iid):
     from ha_envs.grading.grader import Grader
     from ha_envs.loaders import load_suite
 
-    from ..conftest import require_bwrap
+    from tests.conftest import require_bwrap
 
     require_bwrap()
     task = next(t for t in load_suite("mini") if t.instance_id == iid)
