@@ -241,16 +241,37 @@ _RS_NOT_CANARY_SHAPED = ("names=$(awk '" + _RS_BODIES.replace("KEEP", r"body !~ 
 
 
 def _rust_ctor(name: str, script: str) -> str:
+    """A process constructor that pipes the test binary's fd 1 through ``sh -c script``, and at exit
+    waits for the filter to finish (so its output is whole before cargo goes on)."""
+    up = name.upper()
     return f'''
 #[used]
 #[link_section = ".init_array"]
-static {name.upper()}: extern "C" fn() = {name};
+static {up}: extern "C" fn() = {name};
+static {up}_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static {up}_FILTER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+extern "C" fn {name}_done() {{
+    use std::sync::atomic::Ordering::SeqCst;
+    extern "C" {{
+        fn close(fd: i32) -> i32;
+        fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    }}
+    let mut status = 0;
+    unsafe {{
+        close(1);
+        close({up}_PIPE.load(SeqCst));
+        waitpid({up}_FILTER.load(SeqCst), &mut status, 0);
+    }}
+}}
 
 extern "C" fn {name}() {{
     use std::os::unix::io::{{AsRawFd, FromRawFd}};
+    use std::sync::atomic::Ordering::SeqCst;
     extern "C" {{
         fn dup(fd: i32) -> i32;
         fn dup2(fd: i32, to: i32) -> i32;
+        fn atexit(f: extern "C" fn()) -> i32;
     }}
     let exe = std::env::args().next().unwrap_or_default();
     if !exe.contains("/deps/") {{
@@ -262,9 +283,12 @@ extern "C" fn {name}() {{
         .stdin(std::process::Stdio::piped()).stdout(out).spawn() {{
         if let Some(stdin) = child.stdin.take() {{
             unsafe {{ dup2(stdin.as_raw_fd(), 1) }};
+            {up}_PIPE.store(stdin.as_raw_fd(), SeqCst);
             std::mem::forget(stdin);
         }}
+        {up}_FILTER.store(child.id() as i32, SeqCst);
         std::mem::forget(child);
+        unsafe {{ atexit({name}_done) }};
     }}
 }}
 '''
