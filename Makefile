@@ -16,6 +16,7 @@ sysdeps:
 	command -v patch >/dev/null || missing="$$missing patch"; \
 	command -v slirp4netns >/dev/null || missing="$$missing slirp4netns"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v strace >/dev/null || missing="$$missing strace"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
