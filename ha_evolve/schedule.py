@@ -209,6 +209,7 @@ class Evolution:
         self.policy_version = policy_version
         self.ran = 0
         """Rollouts this object ran (reused ones not counted)."""
+        self._spent_s, self._batch_ran = 0.0, 0  # batches run here: their seconds and rollouts (the ETA's pace)
         self.say = progress or (lambda text: log.info("%s", text))
         self.log = JsonlLog(self.out / "evolution.jsonl")
         self.current = self.episodes.harness
@@ -248,11 +249,26 @@ class Evolution:
         def count(_: dict[str, Any]) -> None:
             self.ran += 1
 
+        t0, before = time.monotonic(), self.ran
         records = collect(tasks, cfg.group_size, self.agent, episodes, out=out, workers=cfg.workers,
                           executor=cfg.executor, progress_bar=False, skills=self.skills, on_record=count)
+        self.say(self._batch_line(rnd, stream, spec, self.ran - before, time.monotonic() - t0))
         if key is not None:
             (out / "draw.json").write_text(json.dumps(key, indent=1))
         return records, None
+
+    def _batch_line(self, rnd: int, stream: str, spec: HarnessSpec, ran: int, took: float) -> str:
+        """A batch done: its size and time, the epoch's rollouts so far and, at this batch's pace, an
+        ETA for the rest the plan allows (an upper bound: a round may end before its last candidate)."""
+        from ha_agents.runs.progress import clock
+
+        self._spent_s += took
+        self._batch_ran += ran
+        what = "the proposer's batch" if stream == "prep" else f"{spec.name}'s comparison batch"
+        left = max(0, self.plan.rollouts_per_epoch() - self._batch_ran)
+        pace = self._spent_s / self._batch_ran if self._batch_ran else 0.0
+        return (f"  round {rnd}: {what}: {ran} rollouts in {clock(took)}; {self._batch_ran} of at most "
+                f"{self.plan.rollouts_per_epoch()} this epoch, ETA at most {clock(pace * left)}")
 
     def _draw_key(self, episodes: EpisodeConfig, tasks: list[Task]) -> dict[str, Any] | None:
         """What makes two batches of rollouts the same draw; None when the weights are not named."""

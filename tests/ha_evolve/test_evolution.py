@@ -343,3 +343,23 @@ def test_a_frozen_policys_preparation_batch_is_reused_across_epochs_but_never_a_
     evo5, _ = _epoch(tmp_path, "h0", FixedProposer(None), 5, None)
     [r5] = [r for r in evo5.log.records if r.get("kind") == "round" and r["epoch"] == 5]
     assert r5["rollouts_run"] == 4 and not (source.parent / "e5r1-prep" / "draw.json").exists()
+
+
+def test_a_round_says_each_batch_it_ran_with_an_eta_for_the_epoch(tmp_path, sensitive):
+    """A round is minutes of rollouts: each batch it runs is a line (what it was, its size and time,
+    the epoch's rollouts so far of the plan's most, and an ETA for the rest at this pace)."""
+    import re
+
+    from tests.ha_evolve.conftest import ToolSensitive
+
+    ToolSensitive.wins = {(A, True): {1, 2}, (B, True): {1, 2}}
+    said: list[str] = []
+    cand = with_tool(load_spec("h0"), "run_tests")
+    Evolution(tmp_path / "evo", [SUITE[t] for t in TASKS], "tool_sensitive", "h0", FixedProposer(cand),
+              EvolveConfig(rounds=1, group_size=2, workers=2, bootstrap_samples=200), progress=said.append).run()
+    lines = [s for s in said if s.startswith("  round 1: ")]
+    assert [re.sub(r"\d+:\d\d", "T", s.split(": ", 2)[1]) for s in lines] == [
+        "the proposer's batch", "h0's comparison batch", f"{cand.name}'s comparison batch"]
+    assert re.fullmatch(r"  round 1: the proposer's batch: 4 rollouts in \d+:\d\d; 4 of at most 12 this epoch, "
+                        r"ETA at most \d+:\d\d", lines[0]), lines[0]
+    assert lines[-1].endswith("12 of at most 12 this epoch, ETA at most 0:00")
