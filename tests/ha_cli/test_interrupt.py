@@ -179,3 +179,78 @@ def test_sigterm_stops_a_docker_eval_and_leaves_no_container(tiny_task, tmp_path
     assert client.containers.list(all=True, filters={"label": label}) == [], "containers outlived ha eval"
     assert not [p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")], "container processes left"
     assert _records(out) == []  # nothing finished: nothing kept, nothing half-written
+
+
+def test_sigterm_stops_an_evolution_round_and_says_to_resume_it(tiny_task, tmp_path):
+    """`ha evolve run` stopped in its proposer's batch: exit 143, the line names `--resume`, no
+    sandbox process outlives it, and nothing of the round is logged as decided."""
+    require_bwrap()
+    rows = [task_row(tiny_task, instance_id=i, problem_statement=f"{tiny_task.problem_statement} [{i}]") for i in IDS[:2]]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    marker = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+    out = tmp_path / "evo"
+    with FakeOpenAIServer(_model(marker, {"on": True}, ())) as srv:
+        command = [*HA, "evolve", "run", "--jsonl", str(tmp_path / "tasks.jsonl"), "--model", f"openai:m@{srv.url}",
+                   "--harness", "h0", "--proposer", "rule", "--rounds", "1", "--group-size", "2", "--workers", "2",
+                   "--min-tasks", "1", "--out", str(out)]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(_with_cmdline(marker)) < 2:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the proposer's batch never started\n{proc.communicate()[1]}")
+            time.sleep(0.2)
+        started = _descendants(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    (line,) = [ln for ln in stderr.splitlines() if ln.startswith("ha: stopped")]
+    assert "stopped by SIGTERM" in line and line.endswith(" ".join(command[3:]) + " --resume"), line
+    left = {p: d for p in started if (d := _describe(p)) != "gone" and not d.startswith("Z")}
+    assert not left, f"sandbox processes outlived ha evolve run: {left}"
+    log = out / "evolution.jsonl"
+    kinds = [json.loads(x).get("kind") for x in log.read_text().splitlines()] if log.exists() else []
+    assert "round" not in kinds and "proposal" not in kinds
+
+
+def test_sigterm_stops_ha_grade_mid_grading(tiny_task, tmp_path):
+    """`ha grade` stopped while two gradings run their tests (the predicted patch makes the module
+    start a `sleep` on import): exit 143, one line naming the same command, no grading process left,
+    no grading temp dir, and no report for the gradings it cut."""
+    from tests.conftest import _git_diff
+
+    require_bwrap()
+    marker = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+    ids = IDS[:2]
+    rows = [task_row(tiny_task, instance_id=i) for i in ids]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    copy = tmp_path / "slow"
+    subprocess.run(["cp", "-a", str(tiny_task.source_dir), str(copy)], check=True)
+    slow = _git_diff(copy, lambda d: (d / "calc.py").write_text(
+        f"import subprocess\nsubprocess.run(['sleep', '{marker}'])\n" + (d / "calc.py").read_text()))
+    (tmp_path / "preds.jsonl").write_text("".join(json.dumps({"instance_id": i, "model_name_or_path": "m",
+                                                              "model_patch": slow}) + "\n" for i in ids))
+    out = tmp_path / "graded"
+    command = [*HA, "grade", "--jsonl", str(tmp_path / "tasks.jsonl"), "--predictions", str(tmp_path / "preds.jsonl"),
+               "--sandbox", "local", "--workers", "2", "--out", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while len([p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]) < 2:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the gradings never reached their tests\n{proc.communicate()}")
+        time.sleep(0.2)
+    started = _descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    (line,) = [ln for ln in stderr.splitlines() if ln.startswith("ha: stopped")]
+    assert "stopped by SIGTERM" in line and line.endswith("ha " + " ".join(command[3:])), line
+    left = {p: d for p in started if (d := _describe(p)) != "gone" and not d.startswith("Z")}
+    assert not left, f"grading processes outlived ha grade: {left}"
+    assert not [p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    assert not [p for p in tmp.iterdir() if p.name.startswith(f"ha-grade-{proc.pid}-")]
+    assert not list(out.glob("logs/*/report.json"))  # a cut grading is no verdict
