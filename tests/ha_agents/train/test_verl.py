@@ -287,7 +287,8 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
                  "actor_rollout_ref.rollout.n=4", "data.train_batch_size=46", "actor_rollout_ref.actor.optim.lr=1e-06",
                  "actor_rollout_ref.actor.optim.lr_scheduler_type=constant", "actor_rollout_ref.actor.use_kl_loss=false",
                  "actor_rollout_ref.actor.entropy_coeff=0.0", "actor_rollout_ref.actor.loss_agg_mode=token-mean",
-                 "actor_rollout_ref.rollout.max_model_len=65536", "trainer.total_training_steps=7",
+                 "actor_rollout_ref.rollout.max_model_len=32768",  # the model's positions: no --context-tokens
+                 "trainer.total_training_steps=7",
                  "trainer.save_freq=1"):
         assert want in ov
     import yaml
@@ -308,7 +309,7 @@ def test_ha_train_verl_dry_run_writes_what_verl_reads(model_dir, tmp_path, capsy
         cfg = compose(config_name="ppo_trainer", overrides=ov)
     assert cfg.algorithm.adv_estimator == "harnessadapt_grpo" and cfg.actor_rollout_ref.rollout.n == 4
     assert cfg.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "ha_agents.train.verl_advantage.register"
-    assert cfg.data.max_prompt_length + cfg.data.max_response_length == 65536
+    assert cfg.data.max_prompt_length + cfg.data.max_response_length == 32768
     # without --dry-run on a machine without GPUs: a clear error
     assert main(["train", "--backend", "verl", "--model", str(model_dir), "--suite", "mini", "--limit", "1",
                  "--out", str(tmp_path / "v2")]) == 2
