@@ -65,8 +65,8 @@ def test_a_policy_used_to_a_missing_tool_gets_it_through_the_paired_gate(tmp_pat
     """The co-evolution benchmark's mechanism, shortened and model-free: a policy with train-edit's
     habits (the oracle's edit_file calls, ``HabitPolicy``) under train-h0 fails every task with
     unknown-tool errors; the rule proposer reads that from the records and offers edit_file, the
-    smoke check passes in the harness's Hermes text format, and the paired gate accepts over 5
-    tasks (every task rose: p = 1/32) for a logged reason."""
+    smoke check passes in the harness's Hermes text format, and the paired gate accepts over 6
+    tasks (every task rose: p = 1/64; the exact test at 0.025 a rate needs 6) for a logged reason."""
     import json
 
     from ha_agents.llm.policies import POLICIES
@@ -76,7 +76,7 @@ def test_a_policy_used_to_a_missing_tool_gets_it_through_the_paired_gate(tmp_pat
     from ha_evolve.schedule import EvolveConfig, Evolution
 
     ids = ["mini__ini_interpolation", "mini__invoice_rounding", "mini__url_router", "mini__semver_ranges",
-           "mini__jsonpath_lite"]
+           "mini__jsonpath_lite", "mini__ttl_cache"]
     POLICIES["habit_edit"] = lambda: HabitPolicy("train-edit")
     try:
         evo = Evolution(tmp_path / "evo", [t for t in load_suite("mini") if t.instance_id in ids], "habit_edit",
@@ -90,4 +90,4 @@ def test_a_policy_used_to_a_missing_tool_gets_it_through_the_paired_gate(tmp_pat
     assert prop["accepted"] and prop["decided_by"] == "paired" and prop["validation"]["ok"]
     assert "tools this harness lacks: edit_file" in prop["diagnosis"]
     assert prop["current_rates"]["pass_rate"] == 0.0 and prop["candidate_rates"]["pass_rate"] == 1.0
-    assert "pass rate rose" in prop["decision_reason"] and "p = 0.0312" in prop["decision_reason"]
+    assert "pass rate rose" in prop["decision_reason"] and "p = 0.0156" in prop["decision_reason"]
