@@ -85,6 +85,22 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def _sigterm_once_running(command: list[str], marker: str, what: str, wait_s: float) -> tuple[int, str, set[int], int]:
+    """Start ``command``, wait until two live processes run this test's ``sleep <marker>``, send
+    SIGTERM: (exit code, stderr, the processes that ran under it at the signal, its pid)."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + wait_s
+    while len([p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]) < 2:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} never started\n{proc.communicate()}")
+        time.sleep(0.2)
+    started = _descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    return proc.returncode, stderr, started, proc.pid
+
+
 @pytest.mark.parametrize("signum, fast", [(signal.SIGINT, FAST), (signal.SIGTERM, ())])
 def test_a_signal_stops_eval_keeps_finished_records_and_the_same_command_resumes(tiny_task, tmp_path, signum, fast):
     """SIGINT after one episode finished (and the rerun); SIGTERM while the first two run (CI time)."""
@@ -193,17 +209,8 @@ def test_sigterm_stops_an_evolution_round_and_says_to_resume_it(tiny_task, tmp_p
         command = [*HA, "evolve", "run", "--jsonl", str(tmp_path / "tasks.jsonl"), "--model", f"openai:m@{srv.url}",
                    "--harness", "h0", "--proposer", "rule", "--rounds", "1", "--group-size", "2", "--workers", "2",
                    "--min-tasks", "1", "--out", str(out)]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while len(_with_cmdline(marker)) < 2:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the proposer's batch never started\n{proc.communicate()[1]}")
-            time.sleep(0.2)
-        started = _descendants(proc.pid)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 143, stderr
+        code, stderr, started, _ = _sigterm_once_running(command, marker, "the proposer's batch", 60)
+    assert code == 143, stderr
     assert "Traceback" not in stderr
     (line,) = [ln for ln in stderr.splitlines() if ln.startswith("ha: stopped")]
     assert "stopped by SIGTERM" in line and line.endswith(" ".join(command[3:]) + " --resume"), line
@@ -234,17 +241,8 @@ def test_sigterm_stops_ha_grade_mid_grading(tiny_task, tmp_path):
     out = tmp_path / "graded"
     command = [*HA, "grade", "--jsonl", str(tmp_path / "tasks.jsonl"), "--predictions", str(tmp_path / "preds.jsonl"),
                "--sandbox", "local", "--workers", "2", "--out", str(out)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 90
-    while len([p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]) < 2:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the gradings never reached their tests\n{proc.communicate()}")
-        time.sleep(0.2)
-    started = _descendants(proc.pid)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 143, stderr
+    code, stderr, started, pid = _sigterm_once_running(command, marker, "the gradings' tests", 90)
+    assert code == 143, stderr
     assert "Traceback" not in stderr
     (line,) = [ln for ln in stderr.splitlines() if ln.startswith("ha: stopped")]
     assert "stopped by SIGTERM" in line and line.endswith("ha " + " ".join(command[3:])), line
@@ -252,5 +250,5 @@ def test_sigterm_stops_ha_grade_mid_grading(tiny_task, tmp_path):
     assert not left, f"grading processes outlived ha grade: {left}"
     assert not [p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
-    assert not [p for p in tmp.iterdir() if p.name.startswith(f"ha-grade-{proc.pid}-")]
+    assert not [p for p in tmp.iterdir() if p.name.startswith(f"ha-grade-{pid}-")]
     assert not list(out.glob("logs/*/report.json"))  # a cut grading is no verdict
