@@ -15,14 +15,13 @@ import pytest
 
 from ha_agents.episode import run_episode
 from ha_agents.llm.fake_server import FakeOpenAIServer
-from ha_agents.llm.policies import OraclePolicy
 from ha_agents.records.atif import AtifError, from_atif, read_atif, to_atif
-from ha_agents.records.episode_record import EpisodeRecord, read_episodes
+from ha_agents.records.episode_record import read_episodes
 from ha_envs.actions import ToolCall
-from ha_envs.harness import load_spec
 from ha_envs.loaders import load_suite
 
 from tests.conftest import IN_CI
+from tests.ha_agents.conftest import h2_plan_responder
 
 ROOT = Path(__file__).resolve().parents[3]
 SKILL = "Run the visible tests before you submit."
@@ -55,14 +54,7 @@ def runs(tmp_path_factory, tokenizer):
               "--no-progress", "--out", root / "hooks")
     assert done.returncode == 0, done.stderr
     tokenizer.save(str(root / "tokenizer.json"))
-    task = next(t for t in load_suite("mini") if t.instance_id == "mini__invoice_rounding")
-    oracle = OraclePolicy().plan(task, {"tools": [{"function": {"name": n}} for n in load_spec("h2").tool_names]})
-    plan = [oracle[0], ToolCall("bash", {"command": "ls"}), ToolCall("run_tests", {}), ToolCall("submit", {})]
-
-    def respond(body):
-        step = tokenizer.decode(body["prompt"], skip_special_tokens=False).count("<|im_start|>assistant") - 1
-        c = plan[step] if step < len(plan) else ToolCall("submit", {})
-        return {"text": "<tool_call>\n" + json.dumps({"name": c.name, "arguments": c.arguments}) + "\n</tool_call>"}
+    task, plan, respond = h2_plan_responder(tokenizer, [ToolCall("bash", {"command": "ls"}), ToolCall("run_tests", {})])
 
     with FakeOpenAIServer(respond, tokenizer=tokenizer) as srv:
         done = ha("eval", "--suite", "mini", "--instances", task.instance_id, "--model", f"openai:fake@{srv.url}",

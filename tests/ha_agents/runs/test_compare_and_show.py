@@ -14,16 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.ha_agents.conftest import h2_plan_responder
+
 from ha_agents.runs.compare import compare
 from ha_agents.runs.evaluate import evaluate
 from ha_agents.llm.fake_server import FakeOpenAIServer
-from ha_agents.llm.policies import OraclePolicy
 from ha_agents.records.export import load_trajectory, to_traj_json
 from ha_agents.records.viewer import diff_lines, render_html, token_texts
 from ha_cli.main import main
 from ha_envs.actions import ToolCall
-from ha_envs.harness import load_spec
-from ha_envs.loaders import load_suite
 
 
 def fake_run(path, outcomes):
@@ -189,21 +188,14 @@ def token_run(tmp_path_factory, tokenizer):
     correct edit of two (so F2P fails, P2P passes), a bash call echoing HTML, run_tests, submit."""
     root = tmp_path_factory.mktemp("tokens")
     tokenizer.save(str(root / "tokenizer.json"))
-    task = next(t for t in load_suite("mini") if t.instance_id == "mini__invoice_rounding")
-    oracle = OraclePolicy().plan(task, {"tools": [{"function": {"name": n}} for n in load_spec("h2").tool_names]})
-    plan = [oracle[0], ToolCall("bash", {"command": INJECTED}), ToolCall("run_tests", {}), ToolCall("submit", {})]
-
-    def respond(body):
-        step = tokenizer.decode(body["prompt"], skip_special_tokens=False).count("<|im_start|>assistant") - 1
-        c = plan[step] if step < len(plan) else ToolCall("submit", {})
-        return {"text": "<tool_call>\n" + json.dumps({"name": c.name, "arguments": c.arguments}) + "\n</tool_call>"}
+    task, plan, respond = h2_plan_responder(tokenizer, [ToolCall("bash", {"command": INJECTED}), ToolCall("run_tests", {})])
 
     with FakeOpenAIServer(respond, tokenizer=tokenizer) as srv:
         done = ha("eval", "--suite", "mini", "--instances", task.instance_id, "--model", f"openai:fake@{srv.url}",
                   "--harness", "h2", "--tokenizer", root / "tokenizer.json", "--template", "chatml",
                   "--out", root / "run")
     assert done.returncode == 0, done.stderr
-    return root, oracle[0].arguments
+    return root, plan[0].arguments
 
 
 def test_token_record_page_in_headless_chromium(token_run, tokenizer, tmp_path):
