@@ -74,9 +74,9 @@ def evaluate_harness(tasks: list[Task], model: str, cfg: Any, out_dir: "str | Pa
 
     from .msa import gateway_episode
 
+    version = cfg.check()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    version = cfg.check()
     harness = cfg.harness(version)
     log = JsonlLog(out / "trajectories.jsonl")
     done = {iid for iid, _ in log.done()}
