@@ -100,6 +100,12 @@ def _check_request(body: Any) -> dict[str, Any]:
     return body
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024
+    """Many harnesses connect at once (the standard library's default listen queue is 5)."""
+    daemon_threads = True
+
+
 class Gateway:
     """Sessions and the HTTP server. ``client_factory()`` makes one model client per session;
     ``recorder_factory(client)`` its recorder (token mode or chat mode)."""
@@ -113,9 +119,7 @@ class Gateway:
         self.on_end = on_end
         self.sessions: dict[str, Session] = {}
         self.lock = threading.Lock()
-        ThreadingHTTPServer.request_queue_size = 1024
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
+        self.httpd = _Server((host, port), _handler(self))
         self.thread: threading.Thread | None = None
 
     @property
