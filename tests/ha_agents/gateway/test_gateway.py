@@ -206,3 +206,27 @@ def test_sessions_are_independent_under_concurrency():
         with ThreadPoolExecutor(16) as pool:
             assert list(pool.map(run, sessions)) == [200] * 16
     assert all(len(s.recorder.model_calls) == 2 and len(s.recorder.seen) == 5 for s in sessions)
+
+
+def test_an_hf_model_is_recorded_with_its_own_chat_template(tmp_path):
+    """``hf:DIR``: the gateway renders with the model's own template and records prompt ids (mask 0),
+    the generated ids (mask 1) with their logprobs, as the agent loop does."""
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from ha_agents.train.models import init_model
+
+    path = init_model(tmp_path / "m", "qwen", hidden=32, layers=1, heads=2, seed=0)
+    with make_gateway(f"hf:{path}", ModelOptions(max_tokens=6)) as gw:
+        s = gw.open("hf")
+        code, r = post(f"{gw.base_url(s.id)}/chat/completions", {"messages": conversation(), "tools": [BASH]})
+        assert code == 200 and r["choices"][0]["token_ids"]
+        rec = s.record()
+    tok = AutoTokenizer.from_pretrained(str(path))
+    prompt = tok.apply_chat_template(conversation(), tools=[BASH], tokenize=False, add_generation_prompt=True)
+    ids, mask = rec["token_ids"], rec["loss_mask"]
+    n = mask.index(1)
+    assert tok.decode(ids[:n]) == prompt and rec["model_calls"][0]["prompt_tokens"] == n
+    assert ids[n:n + len(r["choices"][0]["token_ids"])] == r["choices"][0]["token_ids"]
+    assert all(lp is not None for lp, m in zip(rec["logprobs"], mask) if m == 1)
+    assert rec["token_error"] == ""
