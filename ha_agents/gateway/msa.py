@@ -11,7 +11,8 @@ cwd, as its environments do). The harness process itself runs on the host and ne
 work copy. When it exits, its exit status says how the episode ended and the env grades the work
 copy's diff exactly as it grades any submission:
 
-- ``Submitted`` -> ``submitted`` (graded); ``LimitsExceeded`` -> ``max_turns`` and
+- ``Submitted`` -> ``submitted`` (graded); the conversation filling the token-mode context budget
+  (the gateway answered ``context_length_exceeded``) -> ``context_limit``; ``LimitsExceeded`` -> ``max_turns`` and
   ``TimeExceeded`` or the wall-clock cap -> ``agent_timeout`` (truncated, graded as they stand);
   ``RepeatedFormatError`` -> ``format_errors`` (reward 0);
 - the model server failing for good under a call (the gateway answered 502) -> ``model_error``,
@@ -168,6 +169,8 @@ def _finish(env: RepairEnv, session: Session, status: str, detail: str) -> tuple
         _, reward, _, _, info = env.abort(session.model_error, reason="model_error")
     elif session.sandbox_error:
         _, reward, _, _, info = env.abort(session.sandbox_error, reason="sandbox_error")
+    elif session.context_limit:  # the model's context is full: truncated, graded as it stands
+        _, reward, _, _, info = env.end("context_limit")
     elif _ENDINGS.get(status) == "submitted":
         _, reward, _, _, info = env.step(ToolCall("submit", {}))
     elif status in _ENDINGS:

@@ -31,11 +31,16 @@ from ha_envs.harness.tool_calls import ToolCallParser
 from ha_envs.actions import FormatError
 
 from ..chat.tokens import as_codec
-from ..llm.base import Completion, LLMClient, call_options
+from ..llm.base import Completion, LLMClient, LLMError, call_options
 
 
 class RequestError(ValueError):
     """The harness's request is malformed (HTTP 400 with this message)."""
+
+
+class ContextLimit(LLMError):
+    """Token mode: the conversation fills the context budget; the episode ends ``context_limit``
+    (truncated, graded as it stands), as the agent loop ends it."""
 
 
 def _text(content: Any, where: str) -> str:
@@ -106,13 +111,15 @@ class TurnRecorder:
     thread-safe (a harness that sends two calls at once gets them one after the other)."""
 
     def __init__(self, client: LLMClient, template: Any = None, tokenizer: Any = None,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, context_tokens: int | None = None) -> None:
         if (template is None) != (tokenizer is None):
             raise ValueError("token mode needs both a chat template and a tokenizer")
         self.client = client
         self.template = template
         self.codec = as_codec(tokenizer) if tokenizer is not None else None
         self.max_tokens = max_tokens
+        self.context_tokens = context_tokens
+        """Token mode: the budget of the whole conversation (prompt + completion)."""
         self._options = call_options(client)
         self._eos_id = self.codec.token_to_id(template.eos) if self.codec is not None else None
         if self.codec is not None and self._eos_id is None:
@@ -152,32 +159,45 @@ class TurnRecorder:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int | None = None,
                  seed: int | None = None) -> Completion:
+        """One model call for the harness's conversation; the assistant message to answer with is
+        ``comp.message``. Raises ``LLMError`` (nothing recorded), ``ContextLimit`` (token mode: no
+        room left in ``context_tokens``)."""
         with self.lock:
             turn = len(self.model_calls) + 1
-            kw: dict[str, Any] = {}
-            caps = [c for c in (self.max_tokens, max_tokens) if c]
-            if "max_tokens" in self._options and caps:
-                kw["max_tokens"] = min(caps)
-            if "seed" in self._options and seed is not None:
-                kw["seed"] = seed
-            prompt_ids = self._prompt_ids(messages, tools, turn) if self.token_mode else None
-            in_stream = self.token_mode and not self.broken
-            prompt_len = len(prompt_ids) if prompt_ids is not None else None
-            comp = self.client.complete(messages, tools, prompt_ids=prompt_ids, **kw)
-            if self.token_mode:
-                message = self._token_turn(comp, tools, turn, in_stream)
-            else:
-                message = self._chat_turn(comp, turn)
-            self.model_calls.append({"finish_reason": comp.finish_reason, "completion_tokens": len(comp.token_ids or []),
-                                     "attempts": comp.attempts, "latency_s": round(comp.latency_s, 4),
-                                     "token_ids": None if self.token_mode else comp.token_ids,
-                                     "logprobs": None if self.token_mode else comp.logprobs,
-                                     "text_only": comp.token_ids is None,
-                                     **({"prompt_tokens": prompt_len} if prompt_len is not None else {})})
-            self.seen = list(messages) + [message]
-            self.tools = list(tools)
-            comp.message = message
-            return comp
+            mark = (len(self.stream.token_ids), self.broken, self.token_error)
+            try:
+                return self._complete(messages, tools, max_tokens, seed, turn)
+            except LLMError:
+                del self.stream.token_ids[mark[0]:], self.stream.loss_mask[mark[0]:], self.stream.logprobs[mark[0]:]
+                self.broken, self.token_error = mark[1], mark[2]  # a failed call leaves no trace in the stream
+                raise
+
+    def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int | None,
+                  seed: int | None, turn: int) -> Completion:
+        kw: dict[str, Any] = {}
+        prompt_ids = self._prompt_ids(messages, tools, turn) if self.token_mode else None
+        left = self.context_tokens - len(prompt_ids) if prompt_ids is not None and self.context_tokens else None
+        if left is not None and left <= 0:
+            raise ContextLimit(f"This model's maximum context length is {self.context_tokens} tokens; the "
+                               f"conversation is {len(prompt_ids)} tokens (turn {turn})")
+        caps = [c for c in (self.max_tokens, max_tokens, left) if c]
+        if "max_tokens" in self._options and caps:
+            kw["max_tokens"] = min(caps)
+        if "seed" in self._options and seed is not None:
+            kw["seed"] = seed
+        in_stream = self.token_mode and not self.broken
+        comp = self.client.complete(messages, tools, prompt_ids=prompt_ids, **kw)
+        message = self._token_turn(comp, tools, turn, in_stream) if self.token_mode else self._chat_turn(comp, turn)
+        self.model_calls.append({"finish_reason": comp.finish_reason, "completion_tokens": len(comp.token_ids or []),
+                                 "attempts": comp.attempts, "latency_s": round(comp.latency_s, 4),
+                                 "token_ids": None if self.token_mode else comp.token_ids,
+                                 "logprobs": None if self.token_mode else comp.logprobs,
+                                 "text_only": comp.token_ids is None,
+                                 **({"prompt_tokens": len(prompt_ids)} if prompt_ids is not None else {})})
+        self.seen = list(messages) + [message]
+        self.tools = list(tools)
+        comp.message = message
+        return comp
 
     def _chat_turn(self, comp: Completion, turn: int) -> dict[str, Any]:
         if comp.token_ids is None:

@@ -51,7 +51,9 @@ def make_gateway(model: Any, options: ModelOptions | None = None, token_mode: To
 
     name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     served = name.split(":", 1)[1].split("@", 1)[0] if name.startswith(("openai:", "hf:")) else name
-    return Gateway(client, lambda c: TurnRecorder(c, template, tok, max_tokens=max_tokens), served.strip("/") or name,
+    context = token_mode.context_tokens if token_mode is not None else None
+    return Gateway(client, lambda c: TurnRecorder(c, template, tok, max_tokens=max_tokens, context_tokens=context),
+                   served.strip("/") or name,
                    host=host, port=port, on_end=on_end)
 
 

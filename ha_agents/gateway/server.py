@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from ..llm.base import LLMClient, LLMError
-from .recorder import RequestError, TurnRecorder, read_messages
+from .recorder import ContextLimit, RequestError, TurnRecorder, read_messages
 
 _ROUTE = re.compile(r"^/s/([A-Za-z0-9_.-]{1,128})(/v1/chat/completions|/v1/models|/exec|/record|/end)/?$")
 _UNSUPPORTED = ("stream", "n")
@@ -49,10 +49,14 @@ class Session:
     """The model server failed for good on a call: the episode is masked (``model_error``)."""
     sandbox_error: str = ""
     """The sandbox failed under a command: the episode is masked (``sandbox_error``)."""
+    context_limit: bool = False
+    """Token mode: the conversation filled the context budget (the episode ends ``context_limit``)."""
     execs: int = 0
     exec_s: float = 0.0
     ended: bool = False
     started: float = field(default_factory=time.monotonic)
+    exec_lock: threading.Lock = field(default_factory=threading.Lock)
+    """One command at a time in the sandbox's shell."""
     requested: list[dict[str, Any]] = field(default_factory=list)
     """Per call, the sampling fields the harness asked for (the gateway's own options decide)."""
 
@@ -60,7 +64,7 @@ class Session:
         r = self.recorder
         return {"session": self.id, "model": self.model, "messages": r.messages(), "model_calls": r.model_calls,
                 "token_ids": r.stream.token_ids, "loss_mask": r.stream.loss_mask, "logprobs": r.stream.logprobs,
-                "token_error": r.token_error, "model_error": self.model_error,
+                "token_error": r.token_error, "model_error": self.model_error, "context_limit": self.context_limit,
                 "sandbox_error": self.sandbox_error, "execs": self.execs,
                 "requested": self.requested}
 
@@ -161,6 +165,10 @@ class Gateway:
         try:
             comp = session.recorder.complete(messages, body.get("tools") or [], max_tokens=max_tokens,
                                              seed=body.get("seed"))
+        except ContextLimit as exc:  # litellm and others read this code as a context-window error
+            session.context_limit = True
+            return 400, {"error": {"message": str(exc), "type": "invalid_request_error",
+                                   "code": "context_length_exceeded"}}
         except LLMError as exc:
             session.model_error = session.model_error or str(exc)
             return 502, {"error": {"message": f"the model server failed: {exc}", "type": "upstream_error"}}
@@ -181,8 +189,9 @@ class Gateway:
 
         t0 = time.monotonic()
         try:
-            result = session.sandbox.run(subshell_command(body["command"], body.get("cwd") or "", env),
-                                         timeout=session.command_timeout_s)
+            with session.exec_lock:
+                result = session.sandbox.run(subshell_command(body["command"], body.get("cwd") or "", env),
+                                             timeout=session.command_timeout_s)
         except SandboxError as exc:
             session.sandbox_error = session.sandbox_error or str(exc)
             return 502, {"error": {"message": f"the sandbox failed: {exc}", "type": "sandbox_error"}}

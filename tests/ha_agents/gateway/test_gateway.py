@@ -230,3 +230,25 @@ def test_an_hf_model_is_recorded_with_its_own_chat_template(tmp_path):
     assert ids[n:n + len(r["choices"][0]["token_ids"])] == r["choices"][0]["token_ids"]
     assert all(lp is not None for lp, m in zip(rec["logprobs"], mask) if m == 1)
     assert rec["token_error"] == ""
+
+
+def test_token_mode_a_failed_call_leaves_no_trace_and_a_full_context_is_context_limit(tokenizer, tmp_path):
+    tok_file = tmp_path / "tokenizer.json"
+    tokenizer.save(str(tok_file))
+    first = len(tokenizer.encode(CHATML.prompt(conversation(), [BASH]), add_special_tokens=False).ids)
+    mode = TokenMode("chatml", str(tok_file), context_tokens=first + 40)
+    with FakeOpenAIServer(lambda b: {"text": "```bash\nls\n```"}, tokenizer=tokenizer) as srv, \
+            make_gateway(f"openai:m@{srv.url}", ModelOptions(max_attempts=1), token_mode=mode) as gw:
+        s = gw.open("ctx")
+        srv.inject("500")
+        code, _ = post(f"{gw.base_url(s.id)}/chat/completions", {"messages": conversation(), "tools": [BASH]})
+        assert code == 502 and s.record()["token_ids"] == []  # the prompt rendered for it was taken back
+        code, r1 = post(f"{gw.base_url(s.id)}/chat/completions", {"messages": conversation(), "tools": [BASH]})
+        assert code == 200 and srv.requests[-1]["max_tokens"] == 40  # capped at the context left
+        assert s.record()["token_ids"][:first] == srv.requests[-1]["prompt"] and len(srv.requests[-1]["prompt"]) == first
+        reply = dict(r1["choices"][0]["message"], content=r1["choices"][0]["message"]["content"])
+        code, err = post(f"{gw.base_url(s.id)}/chat/completions",
+                         {"messages": conversation(reply, output="x " * 200), "tools": [BASH]})
+    assert code == 400 and err["error"]["code"] == "context_length_exceeded"
+    assert "maximum context length is" in err["error"]["message"] and s.context_limit
+    assert len(srv.requests) == 2 and len(s.recorder.model_calls) == 1
