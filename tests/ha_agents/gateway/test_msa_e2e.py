@@ -1,6 +1,7 @@
 """End to end through the CLI: mini-swe-agent 2.4.x (installed from PyPI into its own venv) runs
 unmodified against `ha gateway eval`, a scripted model behind the gateway (the local fake OpenAI
-server, with a tokenizer so it returns ids and logprobs) answering its prompts: on one bundled task
+server in token mode: the gateway renders mini-swe-agent's conversation with a chat template and
+records prompt ids, generated ids, logprobs and the loss mask) answering its prompts: on one bundled task
 with the commands that fix it, on another with an immediate submit, on a third with a failing model
 server (the episode is masked ``model_error`` and the harness stopped). Its commands run in this
 library's sandbox, the final diff is graded by this library's grader, and the records on disk are
@@ -27,25 +28,24 @@ pytestmark = pytest.mark.skipif(not (VENV / "bin" / "mini").is_file(),
                                 reason=f"no mini-swe-agent venv at {VENV} (`make msa-venv` creates it)")
 
 
-def bash(command: str, n: int) -> dict:
-    return {"content": f"Step {n}.", "tool_calls": [{"id": f"call_{n}", "function": {
-        "name": "bash", "arguments": json.dumps({"command": command})}}]}
-
-
-def scripted_model():
-    """mini-swe-agent's conversation in, the next command out (a function of the conversation)."""
+def scripted_model(tokenizer):
+    """The next command from the conversation so far (token mode: the prompt ids the gateway
+    rendered with the chat template), as a Hermes tool call in the generated text."""
     tasks = {t.instance_id: t for t in load_suite("mini")}
     fix, down = tasks[FIX], tasks[DOWN]
     patch = fix.gold_patch if fix.gold_patch.endswith("\n") else fix.gold_patch + "\n"
 
     def respond(body):
-        task_text = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        n = sum(m["role"] == "assistant" for m in body["messages"])
-        if down.problem_statement.strip()[:200] in task_text:
+        text = tokenizer.decode(body["prompt"], skip_special_tokens=False)
+        step = text.count("<|im_start|>assistant") - 1
+        if down.problem_statement.strip()[:200] in text:
             raise RuntimeError("the model server is down")  # the fake server answers 400: a failure for good
-        if fix.problem_statement.strip()[:200] in task_text and n == 0:
-            return bash(f"git apply --whitespace=nowarn - <<'HA_EOF'\n{patch}HA_EOF\ngit status --short", n)
-        return bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", n)
+        if fix.problem_statement.strip()[:200] in text and step == 0:
+            command = f"git apply --whitespace=nowarn - <<'HA_EOF'\n{patch}HA_EOF\ngit status --short"
+        else:
+            command = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+        return {"text": f"Step {step}.\n<tool_call>\n" + json.dumps({"name": "bash", "arguments": {"command": command}})
+                + "\n</tool_call>"}
 
     return respond
 
@@ -55,11 +55,12 @@ def records(out: Path) -> dict[str, dict]:
 
 
 def test_mini_swe_agent_through_the_gateway_is_graded_like_h0(tokenizer, tmp_path, capsys):
-    gw_out = tmp_path / "gw"
-    with FakeOpenAIServer(scripted_model(), tokenizer=tokenizer) as srv:
+    gw_out, tok_file = tmp_path / "gw", tmp_path / "tokenizer.json"
+    tokenizer.save(str(tok_file))
+    with FakeOpenAIServer(scripted_model(tokenizer), tokenizer=tokenizer) as srv:
         assert main(["gateway", "eval", "--suite", "mini", "--instances", FIX, NOOP, DOWN, "--model",
-                     f"openai:scripted@{srv.url}", "--msa-venv", str(VENV), "--step-limit", "5", "--workers", "3",
-                     "--out", str(gw_out)]) == 0
+                     f"openai:scripted@{srv.url}", "--tokenizer", str(tok_file), "--template", "chatml",
+                     "--msa-venv", str(VENV), "--step-limit", "5", "--workers", "3", "--out", str(gw_out)]) == 0
     assert "mini-swe-agent@2.4." in capsys.readouterr().out
     gw = records(gw_out)
     fixed, noop = gw[FIX], gw[NOOP]
@@ -68,10 +69,15 @@ def test_mini_swe_agent_through_the_gateway_is_graded_like_h0(tokenizer, tmp_pat
     assert fixed["harness"].startswith("mini-swe-agent@2.4.") and fixed["harness_exit_status"] == "Submitted"
     # its commands ran in the sandbox (the diff the grader took is the gold patch's change)
     assert fixed["tool_counts"] == {"bash": 2} and "ttlcache/" in fixed["patch"]
-    # token fields where the model gave them: each call's generated ids and logprobs
-    call = fixed["model_calls"][0]
-    assert call["token_ids"] == tokenizer.encode("Step 0.", add_special_tokens=False).ids
-    assert call["logprobs"] == [-0.5] * len(call["token_ids"]) and fixed["token_error"]
+    # token-faithful: one stream (the template's prompt, mask 0; the generated ids as the server gave
+    # them, mask 1, with their logprobs), each call continuing exactly the ids recorded before it
+    ids, mask, lps = fixed["token_ids"], fixed["loss_mask"], fixed["logprobs"]
+    assert fixed["token_error"] == "" and len(ids) == len(mask) == len(lps) and 1 in mask
+    assert all(lp == -0.5 for lp, m in zip(lps, mask) if m == 1 and lp is not None)
+    starts = [c["prompt_tokens"] for c in fixed["model_calls"]]
+    assert len(starts) == 2 and mask[starts[0]] == 1 and mask[starts[0] - 1] == 0
+    stream = tokenizer.decode(ids, skip_special_tokens=False)
+    assert "git apply" in stream and stream.count("<tool_response>") == 1 and "COMPLETE_TASK_AND_SUBMIT" in stream
     assert [m["role"] for m in fixed["messages"]][:3] == ["system", "user", "assistant"]
     down_rec = gw[DOWN]
     assert down_rec["termination"] == "model_error" and down_rec["mask_sample"] and "model server" in down_rec["error"]
@@ -102,8 +108,9 @@ def test_mini_swe_agent_through_the_gateway_is_graded_like_h0(tokenizer, tmp_pat
     assert "mini-swe-agent" in html.read_text()
 
     # a rerun resumes: nothing left to run, the same records
-    with FakeOpenAIServer(scripted_model(), tokenizer=tokenizer) as srv:
+    with FakeOpenAIServer(scripted_model(tokenizer), tokenizer=tokenizer) as srv:
         assert main(["gateway", "eval", "--suite", "mini", "--instances", FIX, NOOP, DOWN, "--model",
-                     f"openai:scripted@{srv.url}", "--msa-venv", str(VENV), "--out", str(gw_out)]) == 0
+                     f"openai:scripted@{srv.url}", "--tokenizer", str(tok_file), "--template", "chatml",
+                     "--msa-venv", str(VENV), "--out", str(gw_out)]) == 0
         assert srv.requests == []
     assert len((gw_out / "trajectories.jsonl").read_text().splitlines()) == 3
