@@ -146,8 +146,8 @@ def main() -> None:
     finally:
         gw.terminate()
         server.terminate()
-    print(f"| sessions | calls per thread | direct p50 ms | direct p95 ms | via gateway p50 ms | via p95 ms | added p50 ms "
-          f"| gateway CPU ms / request (incl. opening) | throughput direct / via (req/s) |\n|---|---|---|---|---|---|---|---|---|")
+    print("| sessions | calls per thread | direct p50 ms | direct p95 ms | via gateway p50 ms | via p95 ms | added p50 ms "
+          "| gateway CPU ms / request (incl. opening) | throughput direct / via (req/s) |\n|---|---|---|---|---|---|---|---|---|")
     for n, turns, d50, d95, v50, v95, cpu, via_rps, direct_rps in rows:
         print(f"| {n} | {turns} | {d50:.2f} | {d95:.2f} | {v50:.2f} | {v95:.2f} | {v50 - d50:+.2f} | {cpu:.2f} "
               f"| {direct_rps:.0f} / {via_rps:.0f} |")

@@ -27,8 +27,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ha_envs.harness.tool_calls import ToolCallParser
 from ha_envs.actions import FormatError
+from ha_envs.harness.tool_calls import ToolCallParser
 
 from ..chat.tokens import as_codec
 from ..llm.base import Completion, LLMClient, LLMError, call_options

@@ -183,9 +183,9 @@ class Gateway:
         if not isinstance(env, dict) or any(not isinstance(k, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
                                             or not isinstance(v, str) for k, v in env.items()):
             raise RequestError("exec: env must map variable names to strings")
-        from .commands import subshell_command
-
         from ha_envs.sandbox.base import SandboxError
+
+        from .commands import subshell_command
 
         t0 = time.monotonic()
         try:
@@ -244,7 +244,7 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
                 return None
             return routed
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             if self.path.rstrip("/") == "/health":
                 self._send(200, {"status": "ok", "sessions": len(gw.sessions)})
                 return
@@ -267,7 +267,7 @@ def _handler(gw: Gateway) -> type[BaseHTTPRequestHandler]:
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise RequestError(f"the body is not JSON: {exc}") from None
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:
             try:
                 if self.path.rstrip("/") == "/sessions":
                     body = self._body() or {}

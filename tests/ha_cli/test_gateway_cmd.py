@@ -47,7 +47,7 @@ def test_serve_records_each_ended_session(tmp_path):
             post(f"{url}/s/run-7/end", {})
         finally:
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            proc.communicate(timeout=30)
     rec = json.loads((out / "trajectories.jsonl").read_text())
     assert rec["instance_id"] == "run-7" and rec["harness"] == "my-agent" and rec["turns"] == 1
     assert rec["model"] == f"openai:served@{srv.url}" and "no token ids" in rec["token_error"]
