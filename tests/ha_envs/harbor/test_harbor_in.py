@@ -136,3 +136,16 @@ def test_an_invalid_reward_is_the_patchs_fault_or_a_masked_fault(tmp_path):
     with pytest.raises(EnvironmentFault) as exc:
         grader.grade(load_harbor(broken)[0], fix)
     assert exc.value.kind == "reward_invalid" and "not a number: 'banana'" in str(exc.value)
+
+
+@pytest.mark.parametrize("command", [["train", "--model", "x"], ["evolve", "run", "--model", "x"], ["grade", "--predictions", "p.jsonl"],
+                                     ["images", "build"]])
+def test_every_task_taking_command_selects_harbor_tasks(tmp_path, command):
+    from ha_cli.main import build_parser
+    from ha_cli.selection import select_tasks
+
+    harbor_task(tmp_path / "ds")
+    harbor_task(tmp_path / "ds", name="other")
+    args = build_parser().parse_args([*command, "--benchmark", "harbor", "--data", str(tmp_path / "ds"),
+                                      "--filter", "^add"])
+    assert [t.instance_id for t in select_tasks(args)] == ["add-fix"]
