@@ -1,0 +1,122 @@
+"""Harbor tasks out: `ha tasks export --format harbor` writes the bundled suite and SWE-bench rows as
+Harbor task folders that harbor's own pydantic models accept, and that this library reads back and
+grades: solve.sh resolves, no change does not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ha_cli.main import main
+from tests.conftest import IN_CI, require_bwrap
+from tests.ha_envs.test_swe_datasets import DATA, require_data
+
+ROOT = Path(__file__).resolve().parents[3]
+
+CHECK = """
+import json, sys
+from pathlib import Path
+from harbor.models.task.task import Task
+out = {}
+for d in sorted(Path(sys.argv[1]).iterdir()):
+    assert Task.is_valid_dir(d), d
+    t = Task(d)
+    c = t.config
+    out[t.name] = {"schema": c.schema_version, "verifier_timeout": c.verifier.timeout_sec,
+                   "verifier_network": c.verifier.network_mode and c.verifier.network_mode.value,
+                   "network": c.environment.network_mode.value, "workdir": c.environment.workdir,
+                   "test": t.paths.discovered_test_path.name, "solve": t.paths.discovered_solve_path.name,
+                   "instruction": len(t.instruction), "dockerfile": (t.paths.environment_dir / "Dockerfile").is_file()}
+print(json.dumps(out))
+"""
+
+
+def harbor_python() -> str:
+    exe = os.environ.get("HA_HARBOR_PYTHON") or str(ROOT / ".venv-harbor" / "bin" / "python")
+    ok = Path(exe).exists() and subprocess.run([exe, "-c", "import harbor"], capture_output=True).returncode == 0
+    if not ok:
+        if IN_CI:
+            pytest.fail(f"no Python with harbor at {exe} but CI is set: .ci/run must create .venv-harbor")
+        pytest.skip(f"no Python with harbor at {exe} (HA_HARBOR_PYTHON)")
+    return exe
+
+
+def _harbor_reads(out: Path) -> dict:
+    res = subprocess.run([harbor_python(), "-c", CHECK, str(out)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("harbor-out") / "mini"
+    assert main(["tasks", "export", "--format", "harbor", "--suite", "mini", "--out", str(out)]) == 0
+    return out
+
+
+def test_bundled_suite_is_written_as_harbor_tasks(exported, capsys):
+    dirs = sorted(p.name for p in exported.iterdir())
+    assert len(dirs) == 12 and "mini__ttl_cache" in dirs
+    d = exported / "mini__ttl_cache"
+    assert os.access(d / "tests" / "test.sh", os.X_OK) and os.access(d / "solution" / "solve.sh", os.X_OK)
+    assert (d / "environment" / "testbed" / "ttlcache" / "cache.py").is_file()
+    assert not (d / "environment" / "testbed" / "tests" / "test_expiry.py").exists()  # the hidden test file
+    assert "FROM harnessadapt/base:bookworm" in (d / "environment" / "Dockerfile").read_text()
+    spec = json.loads((d / "tests" / "spec.json").read_text())
+    assert spec["log_parser"] == "pytest" and len(spec["fail_to_pass"]) == 11
+    # a second export does not overwrite unless told to
+    assert main(["tasks", "export", "--format", "harbor", "--suite", "mini", "--out", str(exported),
+                 "--filter", "ttl"]) == 2
+    assert "exists (pass --overwrite" in capsys.readouterr().err
+    assert main(["tasks", "export", "--format", "harbor", "--suite", "mini", "--out", str(exported),
+                 "--filter", "ttl", "--overwrite"]) == 0
+
+
+def test_harbors_own_models_accept_the_bundled_suite(exported):
+    got = _harbor_reads(exported)
+    assert len(got) == 12
+    ttl = got["mini__ttl_cache"]
+    assert ttl == {"schema": "1.4", "verifier_timeout": 600.0, "verifier_network": "no-network",
+                   "network": "no-network", "workdir": "/testbed", "test": "test.sh", "solve": "solve.sh",
+                   "instruction": ttl["instruction"], "dockerfile": True} and ttl["instruction"] > 100
+
+
+def test_verified_rows_are_written_and_accepted(tmp_path):
+    require_data("swebench_verified")
+    out = tmp_path / "verified"
+    assert main(["tasks", "export", "--format", "harbor", "--benchmark", "verified", "--data",
+                 str(DATA / "swebench_verified" / "test.jsonl"), "--limit", "3", "--out", str(out)]) == 0
+    got = _harbor_reads(out)
+    assert len(got) == 3 and all(v["verifier_network"] == "public" and v["network"] == "no-network"
+                                 for v in got.values())
+    d = out / sorted(got)[0]
+    assert (d / "environment" / "Dockerfile").read_text().splitlines()[1].startswith("FROM swebench/sweb.eval.x86_64.")
+    script = (d / "tests" / "test.sh").read_text()
+    assert "conda activate testbed" in script and "grade.py" in script
+
+
+def test_pro_rows_are_refused_clearly(tmp_path, capsys):
+    require_data("swebench_pro")
+    assert main(["tasks", "export", "--format", "harbor", "--benchmark", "pro", "--data",
+                 str(DATA / "swebench_pro" / "swe_bench_pro_public_test.jsonl.gz"), "--limit", "1",
+                 "--out", str(tmp_path / "pro")]) == 2
+    assert "Scale's run scripts" in capsys.readouterr().err
+
+
+def test_roundtrip_export_import_oracle_resolves(exported, tmp_path, capsys):
+    require_bwrap()
+    ids = ["mini__ttl_cache", "mini__url_router"]
+    capsys.readouterr()
+    assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(exported), "--instances", *ids,
+                 "--json", "--workers", "2"]) == 0
+    rows = {r["instance_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert all(rows[i]["ok"] and rows[i]["gold_status"] == "resolved" and rows[i]["empty_status"] == "unresolved"
+               for i in ids), rows
+    assert main(["eval", "--benchmark", "harbor", "--data", str(exported), "--instances", ids[0],
+                 "--model", "oracle", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    rec = json.loads((tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()[0])
+    assert rec["reward"] == 1.0 and rec["grade"]["verdict_rules"] == "harbor (reward 1)"
