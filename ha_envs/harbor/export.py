@@ -48,7 +48,7 @@ def export_task(task: Task, out: Path, image: str | None = None, overwrite: bool
         shutil.rmtree(d)
     for sub in ("environment", "tests", "solution"):
         (d / sub).mkdir(parents=True)
-    (d / "task.toml").write_text(task_toml(task))
+    (d / "task.toml").write_text(task_toml(task, None if task.source_dir is not None else base_image(task, image)))
     (d / "instruction.md").write_text(task.problem_statement.rstrip("\n") + "\n")
     (d / "environment" / "Dockerfile").write_text(dockerfile(task, image))
     if task.source_dir is not None:
@@ -73,7 +73,9 @@ def _toml(value) -> str:
     return json.dumps(str(value))  # a JSON string is a TOML basic string
 
 
-def task_toml(task: Task) -> str:
+def task_toml(task: Task, image: str | None = None) -> str:
+    """``image``: the image the environment starts from, named when no work copy is copied in (the
+    image holds it: a SWE-bench row's)."""
     network = "public" if tests_need_network(task) else "no-network"
     meta = {"source": "harnessadapt", "benchmark": task.benchmark, "instance_id": task.instance_id,
             "language": task.language, "difficulty": task.difficulty, "repo": task.repo,
@@ -86,15 +88,19 @@ def task_toml(task: Task) -> str:
         f"network_mode = {_toml('public' if task.tests.log_parser.startswith('swebench:') else network)}",
         "[agent]\ntimeout_sec = 3600.0",
         f"[environment]\nbuild_timeout_sec = 1800.0\ncpus = 2\nmemory_mb = 4096\nstorage_mb = 10240\n"
-        f"network_mode = {_toml('no-network')}\nworkdir = {_toml(task.environment.workdir)}",
+        f"network_mode = {_toml('no-network')}\nworkdir = {_toml(task.environment.workdir)}"
+        + (f"\ndocker_image = {_toml(image)}" if image else ""),
     ]
     return "\n\n".join(sections) + "\n"
 
 
+def base_image(task: Task, image: str | None) -> str:
+    return image or task.environment.image or (task.environment.extra or {}).get("official_image") or BASE_IMAGE
+
+
 def dockerfile(task: Task, image: str | None) -> str:
     wd = task.environment.workdir
-    base = image or task.environment.image or (task.environment.extra or {}).get("official_image") or BASE_IMAGE
-    lines = [f"# harnessadapt export of {task.instance_id}", f"FROM {base}", f"WORKDIR {wd}"]
+    lines = [f"# harnessadapt export of {task.instance_id}", f"FROM {base_image(task, image)}", f"WORKDIR {wd}"]
     if task.source_dir is not None:
         lines += [f"COPY testbed/ {wd}/",
                   "RUN if [ ! -d .git ]; then git init -q && git add -A && git -c user.name=harnessadapt "

@@ -3,7 +3,8 @@
 What maps to what (``docs/interop.md``): ``instruction.md`` is the problem statement; the
 environment's Dockerfile (last stage) gives the work directory (``[environment].workdir``, else its
 last ``WORKDIR``) and the work copy (the build-context folder it ``COPY``s / ``ADD``s onto that
-directory; none: an empty one); ``[environment].docker_image`` is the image; ``tests/`` is graded by
+directory; none: ``[metadata]`` ``repo`` at ``base_commit`` when both are given, as this library's
+exports of SWE-bench rows say, else an empty folder); ``[environment].docker_image`` is the image; ``tests/`` is graded by
 ``ha_envs.grading.harbor`` (uploaded only into the grading sandbox, after the agent finished);
 ``solution/solve.sh`` is the oracle (``ha_envs.harbor.oracle``). Multi-step tasks are refused.
 """
@@ -64,13 +65,16 @@ def load_harbor_task(task_dir: str | Path) -> Task:
     workdir, source = _work_copy(task_dir, config)
     name = str((config.task or {}).get("name") or task_dir.name).replace("/", "__")
     meta = config.metadata
+    repo, commit = str(meta.get("repo") or ""), str(meta.get("base_commit") or "") or None
+    if source is None:  # the work copy is the image's: [metadata] repo and base_commit name it, else empty
+        source = None if repo and commit else _empty_dir()
     return Task(
         instance_id=name, benchmark=BENCHMARK, language=str(meta.get("language") or "unknown"),
         problem_statement=instruction,
         tests=TestSpec(test_patch="", fail_to_pass=(), pass_to_pass=(), test_command=TEST_COMMAND,
                        log_parser=LOG_PARSER, protected_paths=PROTECTED, timeout_s=config.verifier_timeout_s),
         environment=EnvironmentSpec(image=config.environment.docker_image, workdir=workdir),
-        source_dir=source, difficulty=str(meta.get("difficulty") or ""),
+        source_dir=source, repo=repo, base_commit=commit, difficulty=str(meta.get("difficulty") or ""),
         metadata={"harbor": _harbor_meta(task_dir, config)},
     )
 
@@ -95,8 +99,9 @@ def _harbor_meta(task_dir: Path, config: TaskConfig) -> dict:
             "metadata": json.loads(json.dumps(config.metadata, default=str))}
 
 
-def _work_copy(task_dir: Path, config: TaskConfig) -> tuple[str, Path]:
-    """(work directory in the container, host folder holding its files at the start)."""
+def _work_copy(task_dir: Path, config: TaskConfig) -> tuple[str, Path | None]:
+    """(work directory in the container, host folder holding its files at the start; None: the
+    Dockerfile copies none onto it)."""
     env_dir = task_dir / "environment"
     dockerfile = env_dir / "Dockerfile"
     if not dockerfile.is_file():
@@ -108,7 +113,7 @@ def _work_copy(task_dir: Path, config: TaskConfig) -> tuple[str, Path]:
         if not config.environment.workdir:
             raise HarborTaskError(f"{task_dir}: [environment].docker_image without a Dockerfile needs "
                                   "[environment].workdir (where the agent works)")
-        return config.environment.workdir, _empty_dir()
+        return config.environment.workdir, None
     workdir, copies = parse_dockerfile(dockerfile.read_text(), dockerfile)
     workdir = config.environment.workdir or workdir
     if not workdir or workdir == "/":
@@ -119,7 +124,7 @@ def _work_copy(task_dir: Path, config: TaskConfig) -> tuple[str, Path]:
         raise HarborTaskError(f"{dockerfile}: {len(onto)} COPY/ADD lines fill {workdir} ({', '.join(onto)}); "
                               "one folder of the build context is taken as the work copy")
     if not onto:
-        return workdir, _empty_dir()
+        return workdir, None
     source = (env_dir / onto[0]).resolve()
     if not source.is_relative_to(env_dir.resolve()) or not source.is_dir():
         raise HarborTaskError(f"{dockerfile}: COPY {onto[0]} {workdir}: {onto[0]!r} is not a folder of the "
