@@ -97,6 +97,14 @@ def test_verified_rows_are_written_and_accepted(tmp_path):
     assert (d / "environment" / "Dockerfile").read_text().splitlines()[1].startswith("FROM swebench/sweb.eval.x86_64.")
     script = (d / "tests" / "test.sh").read_text()
     assert "conda activate testbed" in script and "grade.py" in script
+    from ha_envs.harbor import load_harbor
+    from ha_envs.swe_datasets import load_benchmark
+
+    rows = {t.instance_id: t for t in load_benchmark("verified", source=DATA / "swebench_verified" / "test.jsonl")}
+    for back in load_harbor(out):  # read back: the row's repository at its base commit, in its image
+        row = rows[back.instance_id]
+        assert (back.repo, back.base_commit, back.source_dir) == (row.repo, row.base_commit, None)
+        assert back.environment.image == row.environment.extra["official_image"]
 
 
 def test_pro_rows_are_refused_clearly(tmp_path, capsys):
