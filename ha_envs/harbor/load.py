@@ -73,10 +73,16 @@ def load_harbor_task(task_dir: str | Path) -> Task:
         problem_statement=instruction,
         tests=TestSpec(test_patch="", fail_to_pass=(), pass_to_pass=(), test_command=TEST_COMMAND,
                        log_parser=LOG_PARSER, protected_paths=PROTECTED, timeout_s=config.verifier_timeout_s),
-        environment=EnvironmentSpec(image=config.environment.docker_image, workdir=workdir),
+        environment=EnvironmentSpec(image=config.environment.docker_image, workdir=workdir, extra=_build(task_dir)),
         source_dir=source, repo=repo, base_commit=commit, difficulty=str(meta.get("difficulty") or ""),
         metadata={"harbor": _harbor_meta(task_dir, config)},
     )
+
+
+def _build(task_dir: Path) -> dict:
+    """Where the docker sandbox builds the environment's image from (``images.dockerfile_image``)."""
+    context = task_dir / "environment"
+    return {"dockerfile_context": str(context)} if (context / "Dockerfile").is_file() else {}
 
 
 def _required(path: Path, what: str) -> Path:
