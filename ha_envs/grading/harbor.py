@@ -4,8 +4,8 @@ As every grading here: the agent's work copy comes as a patch (its diff), untrus
 into a fresh grading sandbox of the task's environment (bubblewrap over a fresh copy, or a fresh
 container), so processes, shell state and PATH shims the agent left behind are gone; protected
 paths are taken from the base (``protect.py``). Only then are the task's ``tests/`` put at ``/tests``
-(as Harbor uploads them after the agent finished: the agent never sees them) and an empty
-``/logs/verifier`` made; ``bash /tests/test.sh`` runs from the work directory, and the reward file
+(read-only; as Harbor uploads them after the agent finished: the agent never sees them) and an
+empty ``/logs/verifier`` made (a private, capped tmpfs under bubblewrap); ``bash /tests/test.sh`` runs from the work directory, and the reward file
 it leaves is read as untrusted data (``parse_reward``): ``reward.json`` (a ``reward`` key) before
 ``reward.txt``, a finite number in [0, 1]; reward 1 resolves.
 
@@ -17,11 +17,10 @@ is run the same way in a fresh copy: when the base's reward is valid the patch i
 
 from __future__ import annotations
 
+import base64
 import json
 import math
-import os
 import shutil
-import stat
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +38,8 @@ from .report import EnvironmentFault, GradeReport, GradingError, PatchRefused, u
 REWARD_BYTES = 64 << 10
 """Largest reward file read; a larger one is not a reward."""
 LOGS = "/logs"
+LOGS_BYTES = 256 << 20
+"""Size of the grading sandbox's private ``/logs`` (a capped tmpfs under bubblewrap)."""
 TESTS = "/tests"
 
 
@@ -143,10 +144,8 @@ def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapsh
     host = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-harbor")))
     try:
         shutil.copytree(Path(task.metadata["harbor"]["task_dir"]) / "tests", host / "tests", symlinks=True)
-        (host / "logs" / "verifier").mkdir(parents=True)
-        (host / "logs" / "agent").mkdir()
-        sandbox, root = open_sandbox(grader.sandbox_factory, task, snapshot,
-                                     ((str(host / "tests"), TESTS, False), (str(host / "logs"), LOGS, True)))
+        sandbox, root = open_sandbox(grader.sandbox_factory, task, snapshot, ((str(host / "tests"), TESTS, False),),
+                                     ((LOGS, LOGS_BYTES),))
         try:
             sandbox.start()
             gd = f"{sandbox.workdir}/{GRADE_DIR}"
@@ -157,16 +156,15 @@ def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapsh
             touched = grader._restore(sandbox, task, changed, gd)
             if touched:
                 report.restored_paths = [p for p in changed if any(p == r or p.startswith(r + "/") for r in touched)]
-            in_place = getattr(grader.sandbox_factory, "in_place", False)
-            if in_place:
+            if getattr(grader.sandbox_factory, "in_place", False):
                 upload_dir(sandbox, host / "tests", TESTS)
-                sandbox.run(f"rm -rf {LOGS} && mkdir -p {LOGS}/verifier {LOGS}/agent && chmod 777 {LOGS}/verifier",
-                            timeout=60)
+                sandbox.run(f"rm -rf {LOGS} && mkdir -p {LOGS} && chmod 777 {LOGS}", timeout=60)
+            sandbox.run(f"mkdir -p {LOGS}/verifier {LOGS}/agent && rm -f {LOGS}/verifier/reward.*", timeout=60)
             env = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in
                           (task.metadata["harbor"].get("verifier_env") or {}).items() if k.isidentifier())
             res = sandbox.run(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh 2>&1",
                               timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
-            reward, why = _read_reward(sandbox, host, in_place)
+            reward, why = read_reward(sandbox)
             return reward, why, res.output, res.timed_out
         finally:
             sandbox.close()
@@ -176,16 +174,17 @@ def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapsh
         shutil.rmtree(host, ignore_errors=True)
 
 
-def open_sandbox(factory, task: Task, snapshot: Snapshot | None,
-                 binds: tuple[tuple[str, str, bool], ...]) -> tuple[Sandbox, Path | None]:
-    """A fresh sandbox of ``factory`` for ``task`` showing ``binds`` (host, path, writable): the
-    local sandbox binds them; a container (``in_place``) gets them uploaded by the caller."""
+def open_sandbox(factory, task: Task, snapshot: Snapshot | None, binds: tuple[tuple[str, str, bool], ...],
+                 tmpfs: tuple[tuple[str, int], ...] = ()) -> tuple[Sandbox, Path | None]:
+    """A fresh sandbox of ``factory`` for ``task`` showing ``binds`` (host, path, writable) and
+    private ``tmpfs`` folders (path, bytes): the local sandbox mounts them; a container
+    (``in_place``) gets them from the caller (uploads, ``mkdir``)."""
     if getattr(factory, "in_place", False):
         return factory(None, None, task), None
     snapshot = snapshot or prepare_snapshot(task)
     root = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-grade")))
     try:
-        sandbox = factory(snapshot, root, task, binds=binds)
+        sandbox = factory(snapshot, root, task, binds=binds, tmpfs=tmpfs)
     except TypeError as exc:
         raise GradingError(f"{task.instance_id}: this grader's sandboxes cannot show a Harbor task's /tests and "
                            f"/logs ({exc}); grade with the local (bubblewrap) or docker sandbox") from None
@@ -202,30 +201,26 @@ def upload_dir(sandbox: Sandbox, folder: Path, inside: str) -> None:
     put_files(sandbox, inside, files)
 
 
-def _read_reward(sandbox: Sandbox, host: Path, in_place: bool) -> tuple[float | None, str]:
+def read_reward(sandbox: Sandbox) -> tuple[float | None, str]:
+    """The reward file test.sh left, read through the sandbox's shell (its bytes, base64, capped)
+    and parsed on this side: ``reward.json`` first, as Harbor; a link or another kind of file is
+    not a reward."""
     for name in ("reward.json", "reward.txt"):
-        if in_place:
-            res = sandbox.run(f"f={LOGS}/verifier/{name}; if [ -L $f ]; then echo HA_LINK; elif [ -f $f ]; then "
-                              f"echo HA_FILE; head -c {REWARD_BYTES + 1} $f | base64 -w0; fi", timeout=60)
-            head, _, body = res.output.partition("\n")
-            if head.strip() == "HA_LINK":
-                return None, f"{name} is a symbolic link, not a file"
-            if head.strip() != "HA_FILE":
-                continue
-            import base64
-            return parse_reward(name, base64.b64decode(body.strip() or b""))
-        path = host / "logs" / "verifier" / name
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
+        f = f"{LOGS}/verifier/{name}"
+        res = sandbox.run(f"if [ -L {f} ]; then echo HA_LINK; elif [ -f {f} ]; then echo HA_FILE; "
+                          f"head -c {REWARD_BYTES + 1} {f} | base64 -w0; echo; elif [ -e {f} ]; then echo HA_OTHER; fi",
+                          timeout=60, head_bytes=4 * REWARD_BYTES, tail_bytes=0)
+        head, _, body = res.output.partition("\n")
+        kind = head.strip()
+        if kind == "HA_LINK":
+            return None, f"{name} is a symbolic link, not a file"
+        if kind == "HA_OTHER":
+            return None, f"{name} is not a regular file"
+        if kind != "HA_FILE":
             continue
-        except OSError as exc:
-            return None, f"{name} cannot be read as a file ({exc.strerror})"
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None, f"{name} is not a regular file"
-            data = os.read(fd, REWARD_BYTES + 1)
-        finally:
-            os.close(fd)
+            data = base64.b64decode(body.strip(), validate=True)
+        except ValueError:
+            return None, f"{name} could not be read back from the sandbox"
         return parse_reward(name, data)
     return None, "the verifier wrote no reward file (/logs/verifier/reward.json or reward.txt)"

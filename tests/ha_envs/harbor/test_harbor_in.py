@@ -149,3 +149,12 @@ def test_every_task_taking_command_selects_harbor_tasks(tmp_path, command):
     args = build_parser().parse_args([*command, "--benchmark", "harbor", "--data", str(tmp_path / "ds"),
                                       "--filter", "^add"])
     assert [t.instance_id for t in select_tasks(args)] == ["add-fix"]
+
+
+def test_a_reward_link_is_not_followed(tmp_path):
+    require_bwrap()
+    linked = harbor_task(tmp_path, name="linked", test_sh="#!/bin/bash\necho 1 > /tmp/one\n"
+                         "ln -s /tmp/one /logs/verifier/reward.txt\n")
+    with pytest.raises(EnvironmentFault) as exc:
+        Grader().grade(load_harbor(linked)[0], "")
+    assert "reward.txt is a symbolic link" in str(exc.value)
