@@ -38,9 +38,11 @@ def export_harbor(tasks: Iterable[Task], out: str | Path, images: dict[str, str]
 
 
 def export_task(task: Task, out: Path, image: str | None = None, overwrite: bool = False) -> Path:
-    if task.tests.log_parser in ("pro", "harbor"):
-        raise TaskError(f"{task.instance_id}: a {task.benchmark} task ({task.tests.log_parser} grading) is not exported "
-                        "(SWE-bench Pro is graded by Scale's run scripts; a Harbor task is one already)")
+    if task.tests.log_parser == "harbor":
+        raise TaskError(f"{task.instance_id}: a Harbor task is one already (its folder is {task.metadata['harbor']['task_dir']})")
+    if task.tests.log_parser == "pro" and not task.tests.test_command:
+        raise TaskError(f"{task.instance_id}: a SWE-bench Pro row is graded by Scale's run scripts, and none were found: "
+                        "pass --pro-scripts DIR (a checkout of scaleapi/SWE-bench_Pro-os) or set HA_PRO_SCRIPTS")
     d = out / task.instance_id
     if d.exists():
         if not overwrite:
@@ -110,8 +112,13 @@ def dockerfile(task: Task, image: str | None) -> str:
 
 def _tests(task: Task, tests: Path) -> None:
     (tests / "test.patch").write_text(task.tests.test_patch)
+    from ..grading.pro import END_MARK, OUTPUT_MARK
+
     spec = {"instance_id": task.instance_id, "log_parser": task.tests.log_parser,
-            "fail_to_pass": list(task.tests.fail_to_pass), "pass_to_pass": list(task.tests.pass_to_pass)}
+            "fail_to_pass": list(task.tests.fail_to_pass), "pass_to_pass": list(task.tests.pass_to_pass),
+            "pro_marks": [OUTPUT_MARK, END_MARK]}
+    if task.tests.log_parser == "r2e":  # R2E-Gym's rule: the parsed log equals the expected output exactly
+        spec["expected_output"] = task.metadata.get("expected_output") or {}
     (tests / "spec.json").write_text(json.dumps(spec, indent=1) + "\n")
     shutil.copyfile(log_parsers.__file__, tests / "log_parsers.py")
     (tests / "grade.py").write_text(GRADE_PY.replace("SWEBENCH_VERSION", _swebench_version()))
@@ -162,13 +169,16 @@ def test_script(task: Task) -> str:
 
 
 GRADE_PY = '''"""harnessadapt export: the test log -> 1 when every FAIL_TO_PASS test PASSED and every
-PASS_TO_PASS test passed (PASSED, SKIPPED or XFAIL), else 0. Parsers: harnessadapt's, beside this file
-(swebench:<repo> needs the swebench package, installed here on first use)."""
+PASS_TO_PASS test passed (PASSED, SKIPPED or XFAIL; SWE-bench Pro: PASSED, Scale's rule; R2E-Gym: the
+parsed log equals the expected output exactly), else 0.
+Parsers: harnessadapt's, beside this file (swebench:<repo> needs the swebench package, installed here
+on first use; Pro: the output.json of Scale's parser, which the test command prints)."""
 import json
+import os
 import subprocess
 import sys
 
-sys.path.insert(0, "/tests")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from log_parsers import get_parser  # noqa: E402
 
 log_path, spec_path = sys.argv[1], sys.argv[2]
@@ -179,8 +189,28 @@ if spec["log_parser"].startswith("swebench:"):
         import swebench  # noqa: F401
     except ImportError:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "swebench==SWEBENCH_VERSION"], stdout=sys.stderr)
-statuses = get_parser(spec["log_parser"], spec["instance_id"])(log)
-ok = bool(spec["fail_to_pass"]) and all(statuses.get(t) == "PASSED" for t in spec["fail_to_pass"]) and all(
-    statuses.get(t) in ("PASSED", "SKIPPED", "XFAIL") for t in spec["pass_to_pass"])
+if spec["log_parser"] == "pro":  # Scale's parser's output.json, printed between two marks by the test command
+    start, end = spec["pro_marks"]
+    body = log[log.rfind(start) + len(start):] if start in log else "null"
+    body = body[:body.find(end)] if end in body else body
+    try:
+        data = json.loads(body.strip() or "null")
+    except ValueError:
+        data = None
+    tests = data.get("tests") if isinstance(data, dict) else None
+    statuses = {t["name"]: str(t.get("status", "")) for t in tests or [] if isinstance(t, dict)
+                and isinstance(t.get("name"), str)}
+    passing = ("PASSED",)  # Scale's rule: every listed test PASSED
+else:
+    statuses = get_parser(spec["log_parser"], spec["instance_id"])(log)
+    passing = ("PASSED", "SKIPPED", "XFAIL")
+if spec["log_parser"] == "r2e":
+    from log_parsers import decolor  # noqa: E402
+
+    expected = {decolor(k): v for k, v in spec["expected_output"].items()}
+    ok = bool(expected) and {decolor(k): v for k, v in statuses.items()} == expected
+else:
+    ok = bool(spec["fail_to_pass"]) and all(statuses.get(t) == "PASSED" for t in spec["fail_to_pass"]) and all(
+        statuses.get(t) in passing for t in spec["pass_to_pass"])
 print(1 if ok else 0)
 '''

@@ -107,12 +107,36 @@ def test_verified_rows_are_written_and_accepted(tmp_path):
         assert back.environment.image == row.environment.extra["official_image"]
 
 
-def test_pro_rows_are_refused_clearly(tmp_path, capsys):
+def test_pro_rows_without_scales_scripts_are_refused_clearly(tmp_path, capsys, monkeypatch):
     require_data("swebench_pro")
+    monkeypatch.delenv("HA_PRO_SCRIPTS", raising=False)
+    monkeypatch.delenv("HA_REPOS_DIR", raising=False)
     assert main(["tasks", "export", "--format", "harbor", "--benchmark", "pro", "--data",
                  str(DATA / "swebench_pro" / "swe_bench_pro_public_test.jsonl.gz"), "--limit", "1",
                  "--out", str(tmp_path / "pro")]) == 2
-    assert "Scale's run scripts" in capsys.readouterr().err
+    assert "graded by Scale's run scripts, and none were found: pass --pro-scripts" in capsys.readouterr().err
+
+
+def test_a_pro_task_exports_and_grades_by_scales_rule(tiny_task, tmp_path):
+    """A Pro-shaped task (Scale's run script and parser in their shape, as tests/ha_envs/grading's
+    Pro tests write them) out and back: its gold resolves, the empty patch does not."""
+    require_bwrap()
+    from ha_envs.grading.grader import Grader
+    from ha_envs.harbor import load_harbor
+    from ha_envs.harbor.export import export_harbor
+    from ha_envs.harbor.oracle import with_oracle
+    from tests.ha_envs.grading.test_pro_grading import pro_version, write_scripts
+
+    task = pro_version(tiny_task, write_scripts(tmp_path / "s", tiny_task.instance_id))
+    [d] = export_harbor([task], tmp_path / "out")
+    assert json.loads((d / "tests" / "spec.json").read_text())["log_parser"] == "pro"
+    back = load_harbor(d)[0]
+    assert back.environment.workdir == "/app"
+    grader = Grader()
+    back = with_oracle(back, grader.sandbox_factory)
+    assert grader.grade(back, back.gold_patch).resolved
+    empty = grader.grade(back, "")
+    assert not empty.resolved and empty.verdict_rules == "harbor (reward 0)"
 
 
 def test_roundtrip_export_import_oracle_resolves(exported, tmp_path, capsys):
@@ -128,3 +152,29 @@ def test_roundtrip_export_import_oracle_resolves(exported, tmp_path, capsys):
                  "--model", "oracle", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     rec = json.loads((tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()[0])
     assert rec["reward"] == 1.0 and rec["grade"]["verdict_rules"] == "harbor (reward 1)"
+
+
+@pytest.mark.parametrize("parser, log, extra, reward", [
+    ("pytest", "PASSED t.py::a\nPASSED t.py::b\n", {}, "1"),
+    ("pytest", "PASSED t.py::a\nFAILED t.py::b - x\n", {}, "0"),
+    ("pytest", "PASSED t.py::a\nXFAIL t.py::b - why\n", {}, "1"),
+    ("pytest", "", {}, "0"),
+    ("r2e", "== short test summary info ==\nPASSED t.py::a\nPASSED t.py::b\n",
+     {"expected_output": {"a": "PASSED", "b": "PASSED"}}, "1"),
+    ("r2e", "== short test summary info ==\nPASSED t.py::a\nFAILED t.py::b\n",
+     {"expected_output": {"a": "PASSED", "b": "PASSED"}}, "0"),
+    ("pro", 'x\n@@M@@{"tests": [{"name": "t.py::a", "status": "PASSED"}, {"name": "t.py::b", "status": "PASSED"}]}@@E@@',
+     {"pro_marks": ["@@M@@", "@@E@@"]}, "1"),
+    ("pro", '@@M@@{"tests": [{"name": "t.py::a", "status": "PASSED"}, {"name": "t.py::b", "status": "SKIPPED"}]}@@E@@',
+     {"pro_marks": ["@@M@@", "@@E@@"]}, "0"),
+])
+def test_exported_grade_script_rules(exported, tmp_path, parser, log, extra, reward):
+    """tests/grade.py as Harbor's verifier runs it: a plain python3, the log and spec.json."""
+    tests = exported / "mini__ttl_cache" / "tests"
+    spec = {"instance_id": "x", "log_parser": parser, "fail_to_pass": ["t.py::a"], "pass_to_pass": ["t.py::b"],
+            "pro_marks": ["", ""], **extra}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "log").write_text(log)
+    res = subprocess.run(["python3", "-I", str(tests / "grade.py"), str(tmp_path / "log"), str(tmp_path / "spec.json")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert res.stdout.strip() == reward, res.stderr
