@@ -28,6 +28,7 @@ LAYERS = [  # lowest first; a module may import its own layer's modules and any 
     ("agents: loop", ("ha_agents.loop", "ha_agents.episode")),
     ("agents: cluster", ("ha_agents.cluster",)),
     ("agents: runs", ("ha_agents.runs",)),
+    ("agents: gateway", ("ha_agents.gateway",)),
     ("agents: train", ("ha_agents.train",)),
     ("agents: adapters", ("ha_agents.adapters",)),
     ("agents", ("ha_agents",)),
