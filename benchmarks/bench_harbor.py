@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ha_envs.harbor import load_harbor  # noqa: E402
-from ha_envs.harbor.export import export_harbor  # noqa: E402
-from ha_envs.loaders import load_suite  # noqa: E402
-from ha_envs.swe_datasets import load_benchmark  # noqa: E402
+from ha_envs.harbor import load_harbor
+from ha_envs.harbor.export import export_harbor
+from ha_envs.loaders import load_suite
+from ha_envs.swe_datasets import load_benchmark
 
 
 def timed(fn) -> tuple[float, object]:
@@ -34,10 +34,11 @@ def measure(name: str, tasks: list, runs: int) -> dict:
     for _ in range(runs):
         root = Path(tempfile.mkdtemp(prefix="bench-harbor-"))
         try:
-            t, _ = timed(lambda: export_harbor(tasks, root / "out"))
+            out = root / "out"
+            t, _ = timed(lambda: export_harbor(tasks, out))  # noqa: B023 (called at once)
             exports.append(t)
-            size = sum(p.stat().st_size for p in (root / "out").rglob("*") if p.is_file())
-            t, back = timed(lambda: load_harbor(root / "out"))
+            size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+            t, back = timed(lambda: load_harbor(out))  # noqa: B023 (called at once)
             imports.append(t)
             assert [x.instance_id for x in back] == sorted(x.instance_id for x in tasks)
         finally:

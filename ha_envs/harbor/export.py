@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..grading import log_parsers
 from ..grading.sandboxes import tests_need_network
@@ -86,8 +86,8 @@ def task_toml(task: Task, image: str | None = None) -> str:
     sections = [
         'schema_version = "1.4"\nsource = "harnessadapt"',
         "[metadata]\n" + "\n".join(f"{k} = {_toml(v)}" for k, v in meta.items()),
-        f"[verifier]\ntimeout_sec = {_toml(float(task.tests.timeout_s) * (2 if task.tests.build_command else 1))}\n"
-        f"network_mode = {_toml('public' if task.tests.log_parser.startswith('swebench:') else network)}",
+        (f"[verifier]\ntimeout_sec = {_toml(float(task.tests.timeout_s) * (2 if task.tests.build_command else 1))}\n"
+        f"network_mode = {_toml('public' if task.tests.log_parser.startswith('swebench:') else network)}"),
         "[agent]\ntimeout_sec = 3600.0",
         f"[environment]\nbuild_timeout_sec = 1800.0\ncpus = 2\nmemory_mb = 4096\nstorage_mb = 10240\n"
         f"network_mode = {_toml('no-network')}\nworkdir = {_toml(task.environment.workdir)}"
@@ -105,8 +105,8 @@ def dockerfile(task: Task, image: str | None) -> str:
     lines = [f"# harnessadapt export of {task.instance_id}", f"FROM {base_image(task, image)}", f"WORKDIR {wd}"]
     if task.source_dir is not None:
         lines += [f"COPY testbed/ {wd}/",
-                  "RUN if [ ! -d .git ]; then git init -q && git add -A && git -c user.name=harnessadapt "
-                  "-c user.email=harnessadapt@localhost commit -q --no-verify -m base; fi"]
+                  ("RUN if [ ! -d .git ]; then git init -q && git add -A && git -c user.name=harnessadapt "
+                  "-c user.email=harnessadapt@localhost commit -q --no-verify -m base; fi")]
     return "\n".join(lines) + "\n"
 
 
@@ -159,8 +159,8 @@ def test_script(task: Task) -> str:
         "  git apply --whitespace=nowarn /tests/test.patch || patch -p1 --forward --batch < /tests/test.patch ||",
         '    { echo "harnessadapt: the hidden test patch does not apply"; echo 0 > $R/reward.txt; exit 0; }',
         "fi",
-        *([f"( {env}{build} ) > $R/build.log 2>&1 || {{ echo 'harnessadapt: the build failed'; echo 0 > $R/reward.txt; "
-           "exit 0; }"] if build else []),
+        *([(f"( {env}{build} ) > $R/build.log 2>&1 || {{ echo 'harnessadapt: the build failed'; echo 0 > $R/reward.txt; "
+           "exit 0; }")] if build else []),
         f"( {env}{task.tests.test_command} ) > $R/test-output.log 2>&1",
         "tail -n 50 $R/test-output.log",
         "python3 /tests/grade.py $R/test-output.log /tests/spec.json > $R/reward.txt",
