@@ -17,7 +17,7 @@ LAYERS = [  # lowest first; a module may import its own layer's modules and any 
                       "ha_envs.sandbox.live")),
     ("provisioning", ("ha_envs.sandbox.provision",)),
     ("sandbox", ("ha_envs.sandbox",)),
-    ("grading", ("ha_envs.grading", "ha_envs.swe_datasets", "ha_envs.validate")),
+    ("grading", ("ha_envs.grading", "ha_envs.swe_datasets", "ha_envs.validate", "ha_envs.harbor")),
     ("env", ("ha_envs.env",)),
     ("harness", ("ha_envs.harness",)),
     ("make", ("ha_envs.factory", "ha_envs")),
