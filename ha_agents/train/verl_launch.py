@@ -40,9 +40,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def agent_loop_yaml(path: Path, harness: HarnessSpec, tasks: dict[str, Any], sandbox: str = "local",
-                    truncated: str = "drop", max_turns: int | None = None, env: str = "local") -> Path:
+                    truncated: str = "drop", max_turns: int | None = None, env: str = "local",
+                    board: str | None = None) -> Path:
     """verl's agent-loop YAML for our loop; ``env``: ``local`` (the env in verl's agent-loop worker)
-    or ``ray`` (an actor on a node with sandbox slots: policy on GPU nodes, sandboxes on CPU nodes)."""
+    or ``ray`` (an actor on a node with sandbox slots: policy on GPU nodes, sandboxes on CPU nodes);
+    ``board``: the harness board's name (``verl_board``), read at every episode's start."""
     import yaml
 
     entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": "ha_agents.train.verl_loop.HarnessAgentLoop",
@@ -50,6 +52,8 @@ def agent_loop_yaml(path: Path, harness: HarnessSpec, tasks: dict[str, Any], san
                              "env": env}
     if max_turns:
         entry["max_turns"] = max_turns
+    if board:
+        entry["board"] = board
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump([entry], sort_keys=False))
     return path
