@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import uuid
 from typing import Any
@@ -58,10 +59,13 @@ from ..records.episode_record import classify
 log = logging.getLogger(__name__)
 
 EXTRA_KEYS = ("resolved", "truncated", "termination", "mask_sample", "harness_hash", "turns", "env_node",
-              "harness_version", "skill")
+              "harness_version", "skill", "episode")
 """The keys of every episode's ``reward_extra_info`` (verl batches them, so all episodes share them):
 ``harness_version`` is the harness board's version the episode started under (0: no board),
-``skill`` 1.0 when a skill was shown to it."""
+``skill`` 1.0 when a skill was shown to it; ``episode`` the episode's detail as JSON (the env's
+messages and the assistant's, tool counts, hook firings, edits, test runs, delivery, patch) for a
+row whose ``extra_info.record`` asks for it (evolution's rollouts: what the proposer reads), else ""."""
+DETAIL_KEYS = ("tool_counts", "hooks", "edits", "test_runs", "tool_errors", "delivery", "patch", "grade", "error")
 
 
 @functools.lru_cache(maxsize=4)
@@ -73,10 +77,16 @@ def _end_of_turn_ids(tokenizer: Any) -> frozenset[int]:
 
 
 def _extra_info(resolved: bool, truncated: bool, termination: str, masked: bool, harness_hash: str,
-                turns: int, env_node: str = "", version: int = 0, skill: bool = False) -> dict[str, Any]:
+                turns: int, env_node: str = "", version: int = 0, skill: bool = False,
+                episode: str = "") -> dict[str, Any]:
     """``env_node``: the Ray node whose actor ran the env (``env: ray``); empty for an env in this process."""
     return dict(zip(EXTRA_KEYS, (float(resolved), float(truncated), termination, float(masked), harness_hash,
-                                 float(turns), env_node or "", float(version), float(skill))))
+                                 float(turns), env_node or "", float(version), float(skill), episode)))
+
+
+def _detail(transcript: list[dict[str, Any]], info: dict[str, Any]) -> str:
+    """The episode as the proposer reads a record: its messages and the env's end-of-episode counts."""
+    return json.dumps({"messages": transcript, **{k: info[k] for k in DETAIL_KEYS if k in info}}, default=str)
 
 
 def load_tasks(source: dict[str, Any]) -> dict[str, Task]:
@@ -108,6 +118,8 @@ def _spec(value: Any) -> HarnessSpec:
         except ImportError:  # pragma: no cover
             value = dict(value)
         return HarnessSpec.from_dict(value)
+    if isinstance(value, str) and value.lstrip().startswith("{"):  # a spec as JSON (write_dataset's rows)
+        return HarnessSpec.from_dict(json.loads(value))
     return load_spec(str(value))
 
 
@@ -154,7 +166,7 @@ class HarnessAgentLoop(AgentLoopBase):
                 return self._failed(f"remote env failed: {type(exc).__name__}: {exc}", spec, version, bool(skill))
         else:
             env = ha_envs.make(task=tasks[iid], harness=spec, sandbox=self.sandbox)
-        self.board_version, self.skill = version, skill
+        self.board_version, self.skill, self.record = version, skill, bool(extra.get("record"))
         try:
             return await self._episode(env, spec, sampling_params)
         finally:
@@ -180,6 +192,7 @@ class HarnessAgentLoop(AgentLoopBase):
         # Ending from outside goes through the wrapper stack (each layer adds its part of info).
         end, abort = env.get_wrapper_attr("end"), env.get_wrapper_attr("abort")
         tools = info.get("tools") or None
+        transcript = list(obs)  # the env's messages as they are (sources, error kinds) and the assistant's
         messages = template_view(obs)
         prompt_ids = await self.ct_build_initial_tokens(messages, tools=tools)
         stream = list(prompt_ids)
@@ -208,6 +221,7 @@ class HarnessAgentLoop(AgentLoopBase):
             turns += 1
             text = self.tokenizer.decode([i for i in ids if i not in self.eos_ids], skip_special_tokens=False)
             messages.append({"role": "assistant", "content": text})
+            transcript.append({"role": "assistant", "content": text})
             if len(ids) >= left and not (ids and ids[-1] in self.eos_ids):
                 # the budget ran out inside this turn (the server calls that "completed"): grade as is
                 obs, reward, _, _, info_end = await self._call(end, "context_limit")
@@ -216,6 +230,7 @@ class HarnessAgentLoop(AgentLoopBase):
             if term or trunc:
                 break
             previous = list(messages)
+            transcript.extend(obs)
             messages.extend(template_view(obs))
             merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, stream, mask, logprobs,
                                                                      tools=tools)
@@ -242,7 +257,8 @@ class HarnessAgentLoop(AgentLoopBase):
             reward_score=float(reward), num_turns=2 * turns + 1, metrics=AgentLoopMetrics(),
             extra_fields={"reward_extra_info": _extra_info(bool(grade.get("resolved")), truncated, str(termination),
                                                            masked, spec.hash, turns, getattr(env, "node", None) or "",
-                                                           version, bool(skill))})
+                                                           version, bool(skill),
+                                                           _detail(transcript, info_end) if self.record else "")})
 
     def _failed(self, error: str, spec: HarnessSpec, version: int = 0, skill: bool = False) -> AgentLoopOutput:
         log.warning("episode masked: %s", error)
