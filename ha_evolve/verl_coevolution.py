@@ -18,7 +18,7 @@
 - The accepted harness and the epoch's skills go to the harness board (``ha_agents.train.verl_board``),
   which every agent-loop worker reads at each episode's start: no worker restarts.
 - ``OUT/verl_epochs.jsonl`` records each epoch start (step, harness before and after, board
-  version, skills); a resumed run (verl's ``trainer.resume_mode``) publishes the last one's harness
+  version, skills) and ``OUT/harness.yaml`` is the harness training runs on; a resumed run (verl's ``trainer.resume_mode``) publishes the last one's harness
   and skills before its first step.
 
 The plan (``write_plan``: tasks, starting harness, the ``--evolve*`` and gate settings) is a JSON
@@ -80,20 +80,22 @@ def write_plan(path: Path, plan: VerlCoEvolvePlan) -> list[str]:
             f"+{PLAN_KEY}.coevolution={path}"]
 
 
-def _rows(todo: list[tuple[Any, int]], spec: HarnessSpec, step: int) -> Any:
-    """verl's generation batch for (task, sample) pairs under ``spec`` (one row per rollout)."""
+def _rows(todo: list[tuple[Any, int]], episodes: Any, step: int) -> Any:
+    """verl's generation batch for (task, sample) pairs under ``episodes``' harness (one row per
+    rollout), each with its episode seed (common seeds: sample k of a task alike on both gate sides)."""
     import torch
     from verl.protocol import DataProto
 
     from ha_agents.train.verl_launch import AGENT_NAME
 
-    harness = spec.to_dict()
+    harness = episodes.harness.to_dict()
     prompts = np.empty(len(todo), dtype=object)  # one chat (a list) per row
     for i, (t, _) in enumerate(todo):
         prompts[i] = [{"role": "user", "content": t.problem_statement}]
     batch = DataProto.from_single_dict({
         "dummy_tensor": torch.zeros(len(todo), 1, dtype=torch.uint8), "raw_prompt": prompts,
-        "extra_info": np.array([{"instance_id": t.instance_id, "index": i, "harness": harness, "run": k, "record": True}
+        "extra_info": np.array([{"instance_id": t.instance_id, "index": i, "harness": harness, "run": k, "record": True,
+                                 "seed": episodes.episode_seed(t.instance_id, k)}
                                 for i, (t, k) in enumerate(todo)], dtype=object),
         "agent_name": np.array([AGENT_NAME] * len(todo), dtype=object),
         "index": np.array(list(range(len(todo))), dtype=object),
@@ -120,8 +122,10 @@ class AgentLoopCollector:
     config's harness, one row per (task, sample), through ``generate`` (the manager's own
     ``generate_sequences``), written to ``out/trajectories.jsonl`` (a rerun runs only what is missing)."""
 
-    def __init__(self, generate: Callable[[Any], Any], label: str = "verl-policy") -> None:
-        self.generate, self.label = generate, label
+    def __init__(self, generate: Callable[[Any], Any], label: str = "verl-policy",
+                 show_skills: Callable[[dict[str, str]], None] | None = None) -> None:
+        """``show_skills``: makes the given skills the ones every episode sees (the board's)."""
+        self.generate, self.label, self.show_skills = generate, label, show_skills
         self.step = 0
         """verl's training step the rollouts belong to (the policy's weights after step - 1 updates)."""
         self.batches = 0
@@ -129,14 +133,17 @@ class AgentLoopCollector:
     def __call__(self, tasks: list[Any], group_size: int, model: Any, config: Any, *, out: Path | str,
                  workers: int = 2, executor: str = "threads", on_record: Callable[[dict[str, Any]], None] | None = None,
                  progress_bar: bool = False, skills: dict[str, str] | None = None, **_: Any) -> list[Any]:
-        """``skills`` are not passed per row: the board holds the epoch's, so every episode of the
-        run (both sides of a comparison, the epoch's training) sees the same."""
+        """``skills`` are not passed per row: they go to the board first (``show_skills``), so
+        every episode of the batch sees them, as both sides of a comparison and the epoch's training
+        do (the skill teacher's preparation batch: none)."""
         Path(out).mkdir(parents=True, exist_ok=True)
         log = JsonlLog(Path(out) / "trajectories.jsonl")
         done = log.done()
         todo = [(t, k) for t in tasks for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
         if todo:
-            output = self.generate(_rows(todo, config.harness, self.step))
+            if self.show_skills is not None:
+                self.show_skills(dict(skills or {}))
+            output = self.generate(_rows(todo, config, self.step))
             self.batches += 1
             label = f"{self.label}@update-{max(0, self.step - 1)}"
             for i, (t, k) in enumerate(todo):
@@ -144,6 +151,7 @@ class AgentLoopCollector:
                 if got not in (None, t.instance_id):
                     raise RuntimeError(f"agent-loop output {i} is {got}, expected {t.instance_id}: rows reordered")
                 rec = _record(output, i, t, k, config.harness, label, (skills or {}).get(t.instance_id))
+                rec["seed"] = config.episode_seed(t.instance_id, k)
                 log.append(rec)
                 if on_record:
                     on_record(rec)
@@ -185,7 +193,7 @@ class VerlEpochStart:
                                 proposer_options=ProposerOptions(**plan.proposer_options),
                                 evolve=EvolveConfig(**plan.evolve), skill_teacher=plan.skill_teacher,
                                 model_label=plan.model_label)
-        self.collector = AgentLoopCollector(generate, plan.model_label)
+        self.collector = AgentLoopCollector(generate, plan.model_label, self._show_skills)
         self.progress = progress or (lambda text: print(text, file=sys.stderr, flush=True))
         episodes = EpisodeConfig(self.spec, sandbox=plan.sandbox, env_placement=plan.env_placement)
         self.coevolution = CoEvolution([tasks[i] for i in plan.instances], self.out, episodes, config,
@@ -198,7 +206,15 @@ class VerlEpochStart:
             self.spec = load_spec(self.out / "evolve" / "specs" / f"{last['harness_after']}.yaml")
             skills = last.get("skills") or {}
         self.board = open_board(plan.board)
+        self.skills = skills
         self.version = publish(self.board, self.spec, skills)
+
+    def _show_skills(self, skills: dict[str, str]) -> None:
+        """Publish ``skills`` (with the current harness) unless the board holds them already."""
+        from ha_agents.train.verl_board import publish
+
+        if skills != self.skills:
+            self.skills, self.version = skills, publish(self.board, self.spec, skills)
 
     def epoch_of(self, step: int) -> int | None:
         """The epoch ``step`` starts (1-based), or None when it starts none."""
@@ -216,8 +232,9 @@ class VerlEpochStart:
         self.collector.step = step
         before = self.spec
         new, compared, skills = self.coevolution(epoch, before, _Policy(self.plan.model_label, step - 1))
+        self.spec, self.skills = new, skills
         self.version = publish(self.board, new, skills)
-        self.spec = new
+        new.save(self.out / "harness.yaml")  # the harness training runs on now (evaluate the pair with it)
         line = {"epoch": epoch, "step": step, "harness_before": before.hash, "harness_after": new.hash,
                 "accepted": new.hash != before.hash, "comparison_rollouts": compared,
                 "board_version": self.version, "skills": skills, "batches": self.collector.batches}

@@ -16,6 +16,10 @@ written to ``<out>/verl/``, then ``python -m verl.trainer.main_ppo`` launched wi
   ``verl_advantage``'s (the group baseline over the rollouts that carry a gradient, as the local
   backend's), registered in verl's Ray workers by a setup hook.
 
+With ``--evolve`` / ``--skill-teacher``, also ``coevolution.json`` (the plan verl's trainer process
+reads: ``ha_evolve.verl_coevolution``) and its overrides (verl's sync trainer, the co-evolving
+agent-loop manager), and the agent loop reads the harness board.
+
 ``--dry-run`` writes the files and prints the command without verl, a GPU or a cluster.
 """
 

@@ -141,6 +141,9 @@ class HarnessAgentLoop(AgentLoopBase):
         self.max_turns = max_turns
         self.board = board or None
         self.response_length = int(self.rollout_config.response_length)
+        self.seed: int | None = None
+        """A row's sampling seed (``extra_info.seed``, vLLM only: SGLang names it otherwise), turn t
+        sampling with seed + t; None: the server's own randomness (training)."""
         self.eos_ids = _end_of_turn_ids(self.tokenizer)
 
     async def _call(self, fn: Any, *args: Any) -> Any:
@@ -167,6 +170,8 @@ class HarnessAgentLoop(AgentLoopBase):
         else:
             env = ha_envs.make(task=tasks[iid], harness=spec, sandbox=self.sandbox)
         self.board_version, self.skill, self.record = version, skill, bool(extra.get("record"))
+        if extra.get("seed") is not None and self.rollout_config.name == "vllm":
+            self.seed = int(extra["seed"])  # common seeds: member k of a task samples alike on both gate sides
         try:
             return await self._episode(env, spec, sampling_params)
         finally:
@@ -207,8 +212,10 @@ class HarnessAgentLoop(AgentLoopBase):
                 obs, reward, _, _, info_end = await self._call(end, "context_limit")
                 break
             try:
-                out = await self.server_manager.generate(request_id, prompt_ids=stream,
-                                                         sampling_params={**sampling_params, "max_tokens": left})
+                params = {**sampling_params, "max_tokens": left}
+                if self.seed is not None:
+                    params["seed"] = (self.seed + turns) & 0x7FFFFFFF
+                out = await self.server_manager.generate(request_id, prompt_ids=stream, sampling_params=params)
             except Exception as exc:  # noqa: BLE001 - the server failed for good: masked
                 infra_error = f"generate failed: {type(exc).__name__}: {exc}"
                 obs, reward, _, _, info_end = await self._call(abort, infra_error, "model_error")

@@ -27,16 +27,21 @@ if not os.environ.get("CI"):
 import torch  # noqa: E402
 
 from ha_agents.cluster.ray_start import init_ray  # noqa: E402
+from ha_agents.llm.fake_server import FakeOpenAIServer  # noqa: E402
 from ha_agents.records.log import read_jsonl  # noqa: E402
 from ha_agents.train.recipes import TRAIN_HARNESS  # noqa: E402
 from ha_agents.train.verl_board import BOARD_NAME  # noqa: E402
 from ha_agents.train.verl_launch import agent_loop_yaml, write_dataset  # noqa: E402
+from ha_envs.harness import load_spec  # noqa: E402
 from ha_envs.loaders import load_suite  # noqa: E402
 from ha_evolve.schedule import EvolveConfig  # noqa: E402
 from ha_evolve.verl_coevolution import VerlCoEvolvePlan, write_plan  # noqa: E402
 
 from tests.ha_agents.train.test_verl import ROOT, SUBMIT, TASK, _config, _gold_call, model_dir  # noqa: E402,F401
 from tests.ha_agents.train.verl_stub import ScriptedServer  # noqa: E402
+
+SKILL = ("Before changing anything, reproduce the failure with the smallest input you can, then check every "
+         "branch that handles a missing or nested value.")
 
 
 class _WeightSync:
@@ -85,7 +90,8 @@ def _trainer_class():
             state_steps = {int(s["step"]) for s in self.opt.state.values()}
             self.updates.append({"global_step": self.global_steps, "optimizer_steps": state_steps,
                                  "scheduler_steps": self.sched.last_epoch,
-                                 "harness": sorted(set(batch.non_tensor_batch["harness_hash"]))})
+                                 "harness": sorted(set(batch.non_tensor_batch["harness_hash"])),
+                                 "skill": sorted(set(batch.non_tensor_batch["skill"].tolist()))})
             return DataProto(meta_info={"metrics": {"actor/pg_loss": [float(loss)]}})
 
     return CpuUpdateTrainer
@@ -101,8 +107,10 @@ def test_one_verl_run_evolves_at_epoch_starts_on_agent_loop_rollouts(model_dir, 
     start = start.validate()
     [task] = [t for t in load_suite("mini") if t.instance_id == TASK]
     data = write_dataset([task], tmp_path / "train.parquet")
+    teacher = FakeOpenAIServer(lambda body: {"content": f"## Contrast\nBoth failed.\n## Skill\n{SKILL}\n"}).__enter__()
     plan = VerlCoEvolvePlan(out=str(tmp_path / "run"), task_source={"suite": "mini"}, instances=[TASK],
                             harness=start.to_dict(), every=2, proposer="rule", model_label="tiny",
+                            skill_teacher=f"openai:teacher@{teacher.url}",
                             evolve=asdict(EvolveConfig(rounds=1, group_size=2, tasks=1, decide_by="point", workers=1,
                                                        bootstrap_samples=0)))
     overrides = write_plan(tmp_path / "plan.json", plan)
@@ -133,12 +141,15 @@ def test_one_verl_run_evolves_at_epoch_starts_on_agent_loop_rollouts(model_dir, 
         import ray
 
         ray.shutdown()
+        teacher.__exit__()
     run = tmp_path / "run"
     epochs = read_jsonl(run / "verl_epochs.jsonl")
     # the hook ran at the epoch starts (steps 1 and 3 of 3, every 2), no other step
     assert [(e["epoch"], e["step"]) for e in epochs] == [(1, 1), (2, 3)]
     with_bash = json.loads(json.dumps(epochs[0]))["harness_after"]
-    assert epochs[0]["harness_before"] == start.hash and epochs[0]["accepted"] and epochs[0]["board_version"] == 2
+    assert epochs[0]["harness_before"] == start.hash and epochs[0]["accepted"]
+    # the board: 1 the start; per epoch: the preparation's (no skills), the comparisons' (skills), the accepted
+    assert [e["board_version"] for e in epochs] == [3, 6]
     assert epochs[1]["harness_before"] == with_bash  # epoch 2 starts from what epoch 1 accepted
     # the gate decided on agent-loop rollouts: both sides' records came from the manager's workers
     [proposal] = [r for r in read_jsonl(run / "evolve" / "evolution.jsonl") if r.get("kind") == "proposal"
@@ -150,11 +161,17 @@ def test_one_verl_run_evolves_at_epoch_starts_on_agent_loop_rollouts(model_dir, 
     assert {r["source"] for r in cur + cand} == {"verl-agent-loop"} and {r["model"] for r in cand} == {"tiny@update-0"}
     assert [r["resolved"] for r in cur] == [False, False] and [r["resolved"] for r in cand] == [True, True]
     assert {r["harness_hash"] for r in cand} == {with_bash}
+    assert [r["seed"] for r in cur] == [r["seed"] for r in cand] and None not in [r["seed"] for r in cur]  # common seeds
     # training went on under the accepted harness, with its counters intact (no re-init)
     assert [u["global_step"] for u in trainer.updates] == [1, 2, 3]
     assert [u["optimizer_steps"] for u in trainer.updates] == [{1}, {2}, {3}]
     assert [u["scheduler_steps"] for u in trainer.updates] == [1, 2, 3]
     assert all(u["harness"] == [with_bash] for u in trainer.updates)
+    # skills: taught on a preparation batch without any, then shown to both gate sides and to training
+    assert [e["skills"] for e in epochs] == [{TASK: SKILL}] * 2
+    assert {r["skill"] for r in read_jsonl(run / "skills" / "epoch-1" / "preparation" / "trajectories.jsonl")} == {None}
+    assert {r["skill"] for r in cur + cand} == {SKILL} and all(u["skill"] == [1.0] for u in trainer.updates)
+    assert (run / "harness.yaml").exists() and load_spec(run / "harness.yaml").hash == with_bash
     assert trainer.global_steps == 4  # verl's counter stands after its last step (3) as fit leaves it
     assert trainer.checkpoint_manager.calls == [("update", 0), ("sleep", None), ("update", 1), ("sleep", None),
                                                 ("update", 2), ("sleep", None), ("update", 3)]

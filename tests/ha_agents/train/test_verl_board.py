@@ -18,7 +18,7 @@ from ha_agents.train.verl_board import BOARD_NAME, HarnessBoard, open_board, pub
 from ha_agents.train.verl_launch import agent_loop_yaml  # noqa: E402
 from ha_envs.harness.spec import Component  # noqa: E402
 
-from tests.ha_agents.train.test_verl import ROOT, SUBMIT, TASK, _batch, _config, _gold_call, model_dir  # noqa: E402,F401
+from tests.ha_agents.train.test_verl import ROOT, SUBMIT, TASK, _batch, _config, _gold_call, _loop, model_dir  # noqa: E402,F401
 from tests.ha_agents.train.verl_stub import ScriptedServer  # noqa: E402
 
 SKILL = "Before editing, read the function the failing test calls and check its boundary cases."
@@ -72,3 +72,26 @@ def test_board_refuses_a_broken_spec_and_counts_versions():
     assert board.get()["version"] == 0
     assert board.publish(TRAIN_HARNESS.to_dict(), {"t": "s"}) == 1
     assert board.get()["harness_hash"] == TRAIN_HARNESS.hash and board.get()["skills"] == {"t": "s"}
+
+
+def test_a_rows_seed_reaches_every_turn_and_training_rows_carry_none(model_dir, tmp_path):
+    """Evolution's rows carry an episode seed (common seeds on both gate sides): turn t samples with
+    seed + t; a training row (no seed) leaves the server its own randomness."""
+    import asyncio
+
+    async def episode(extra):
+        server = ScriptedServer(str(model_dir), [_gold_call(), SUBMIT])
+        loop, _ = _loop(model_dir, tmp_path, server)
+        out = await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": "x"}],
+                             extra_info={"instance_id": TASK, **extra})
+        return out, server.calls
+
+    out, calls = asyncio.run(episode({"seed": 41, "record": True}))
+    assert [c["seed"] for c in calls] == [41, 42] and out.reward_score == 1.0
+    import json
+
+    detail = json.loads(out.extra_fields["reward_extra_info"]["episode"])  # what the proposer reads
+    assert detail["tool_counts"] == {"bash": 1, "submit": 1} and detail["messages"][0]["role"] in ("system", "user")
+    assert any(m["role"] == "assistant" for m in detail["messages"])
+    out, calls = asyncio.run(episode({}))
+    assert [c["seed"] for c in calls] == [None, None] and out.extra_fields["reward_extra_info"]["episode"] == ""
