@@ -80,9 +80,13 @@ def write_plan(path: Path, plan: VerlCoEvolvePlan) -> list[str]:
             f"+{PLAN_KEY}.coevolution={path}"]
 
 
-def _rows(todo: list[tuple[Any, int]], episodes: Any, step: int) -> Any:
+def _rows(todo: list[tuple[Any, int]], episodes: Any, step: int, divisor: int = 1) -> Any:
     """verl's generation batch for (task, sample) pairs under ``episodes``' harness (one row per
-    rollout), each with its episode seed (common seeds: sample k of a task alike on both gate sides)."""
+    rollout), each with its episode seed (common seeds: sample k of a task alike on both gate sides),
+    filled up to a multiple of ``divisor`` (verl splits a batch evenly over its agent-loop workers)
+    with ``pad`` rows, which run no episode."""
+    pad = (-len(todo)) % max(1, divisor)
+    todo = list(todo) + [todo[0]] * pad
     import torch
     from verl.protocol import DataProto
 
@@ -95,7 +99,7 @@ def _rows(todo: list[tuple[Any, int]], episodes: Any, step: int) -> Any:
     batch = DataProto.from_single_dict({
         "dummy_tensor": torch.zeros(len(todo), 1, dtype=torch.uint8), "raw_prompt": prompts,
         "extra_info": np.array([{"instance_id": t.instance_id, "index": i, "harness": harness, "run": k, "record": True,
-                                 "seed": episodes.episode_seed(t.instance_id, k)}
+                                 "seed": episodes.episode_seed(t.instance_id, k), "pad": i >= len(todo) - pad}
                                 for i, (t, k) in enumerate(todo)], dtype=object),
         "agent_name": np.array([AGENT_NAME] * len(todo), dtype=object),
         "index": np.array(list(range(len(todo))), dtype=object),
@@ -123,9 +127,10 @@ class AgentLoopCollector:
     ``generate_sequences``), written to ``out/trajectories.jsonl`` (a rerun runs only what is missing)."""
 
     def __init__(self, generate: Callable[[Any], Any], label: str = "verl-policy",
-                 show_skills: Callable[[dict[str, str]], None] | None = None) -> None:
-        """``show_skills``: makes the given skills the ones every episode sees (the board's)."""
-        self.generate, self.label, self.show_skills = generate, label, show_skills
+                 show_skills: Callable[[dict[str, str]], None] | None = None, divisor: int = 1) -> None:
+        """``show_skills``: makes the given skills the ones every episode sees (the board's);
+        ``divisor``: the agent-loop workers a batch is split over (rows are padded to a multiple)."""
+        self.generate, self.label, self.show_skills, self.divisor = generate, label, show_skills, divisor
         self.step = 0
         """verl's training step the rollouts belong to (the policy's weights after step - 1 updates)."""
         self.batches = 0
@@ -143,7 +148,7 @@ class AgentLoopCollector:
         if todo:
             if self.show_skills is not None:
                 self.show_skills(dict(skills or {}))
-            output = self.generate(_rows(todo, config, self.step))
+            output = self.generate(_rows(todo, config, self.step, self.divisor))
             self.batches += 1
             label = f"{self.label}@update-{max(0, self.step - 1)}"
             for i, (t, k) in enumerate(todo):
@@ -174,7 +179,9 @@ class VerlEpochStart:
     """The epoch start of one verl run: ``at_step(global_steps)`` before the step's rollouts."""
 
     def __init__(self, plan: VerlCoEvolvePlan, generate: Callable[[Any], Any], total_steps: int,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, workers: int = 1) -> None:
+        """``workers``: verl's agent-loop workers (``rollout.agent.num_workers``): batches are padded
+        to a multiple of it."""
         from ha_agents.episode import EpisodeConfig
         from ha_agents.train.verl_board import open_board, publish
         from ha_agents.train.verl_loop import load_tasks
@@ -193,7 +200,7 @@ class VerlEpochStart:
                                 proposer_options=ProposerOptions(**plan.proposer_options),
                                 evolve=EvolveConfig(**plan.evolve), skill_teacher=plan.skill_teacher,
                                 model_label=plan.model_label)
-        self.collector = AgentLoopCollector(generate, plan.model_label, self._show_skills)
+        self.collector = AgentLoopCollector(generate, plan.model_label, self._show_skills, workers)
         self.progress = progress or (lambda text: print(text, file=sys.stderr, flush=True))
         episodes = EpisodeConfig(self.spec, sandbox=plan.sandbox, env_placement=plan.env_placement)
         self.coevolution = CoEvolution([tasks[i] for i in plan.instances], self.out, episodes, config,

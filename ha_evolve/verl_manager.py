@@ -25,7 +25,8 @@ class CoEvolvingAgentLoopManager(AgentLoopManager):
             raise ValueError(f"{MANAGER_CLASS} needs the co-evolution plan: +{PLAN_KEY}.coevolution=PATH "
                              "(ha train --backend verl --evolve writes it)")
         total = int(config.trainer.get("total_training_steps") or 0)
-        self.epoch_start = VerlEpochStart(VerlCoEvolvePlan.load(path), self._generate, total)
+        workers = int(config.actor_rollout_ref.rollout.agent.num_workers)
+        self.epoch_start = VerlEpochStart(VerlCoEvolvePlan.load(path), self._generate, total, workers=workers)
 
     def _generate(self, batch: Any) -> Any:
         """verl's own dispatch to the agent-loop workers (no epoch start): evolution's rollouts."""

@@ -151,6 +151,8 @@ class HarnessAgentLoop(AgentLoopBase):
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         extra = dict(kwargs.get("extra_info") or {})
+        if extra.get("pad"):  # a row that only fills a batch up to the workers' count: no episode
+            return self._failed("", self.harness)
         iid = extra.get("instance_id")
         tasks = load_tasks(self.task_source)
         if iid not in tasks:
@@ -268,7 +270,8 @@ class HarnessAgentLoop(AgentLoopBase):
                                                            _detail(transcript, info_end) if self.record else "")})
 
     def _failed(self, error: str, spec: HarnessSpec, version: int = 0, skill: bool = False) -> AgentLoopOutput:
-        log.warning("episode masked: %s", error)
+        if error:
+            log.warning("episode masked: %s", error)
         eos = next(iter(self.eos_ids), 0)
         return AgentLoopOutput(prompt_ids=[eos], response_ids=[eos], response_mask=[0], response_logprobs=[0.0],
                                reward_score=0.0, num_turns=0, metrics=AgentLoopMetrics(), extra_fields={

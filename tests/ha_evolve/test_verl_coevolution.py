@@ -224,3 +224,36 @@ def test_ha_train_verl_evolve_dry_run_composes_the_one_run_configuration(model_d
     assert not (tmp_path / "plain" / "verl" / "coevolution.json").exists()
     assert "board" not in yaml.safe_load((tmp_path / "plain" / "verl" / "agent_loop.yaml").read_text())[0]
     assert not any("agent_loop_manager_class" in o for o in (tmp_path / "plain" / "verl" / "overrides.txt").read_text().split())
+
+
+def test_a_resumed_run_publishes_the_last_epochs_harness_and_skips_logged_epoch_starts(tmp_path):
+    """verl resumed from a checkpoint: the board gets the harness and skills the last logged epoch
+    start left (not the plan's start), and an epoch already logged does not run again."""
+    import ray
+
+    from ha_agents.records.log import JsonlLog
+    from ha_agents.train.verl_board import open_board
+    from ha_evolve.verl_coevolution import VerlEpochStart
+
+    start = TRAIN_HARNESS
+    later = replace(TRAIN_HARNESS, name="later", tools=tuple(c for c in TRAIN_HARNESS.tools if c.name != "create_file"))
+    later = later.validate()
+    out = tmp_path / "run"
+    (out / "evolve" / "specs").mkdir(parents=True)
+    later.save(out / "evolve" / "specs" / f"{later.hash}.yaml")
+    JsonlLog(out / "verl_epochs.jsonl").append({"epoch": 1, "step": 1, "harness_before": start.hash,
+                                                "harness_after": later.hash, "skills": {TASK: SKILL}})
+    plan = VerlCoEvolvePlan(out=str(out), task_source={"suite": "mini"}, instances=[TASK], harness=start.to_dict(),
+                            every=2, evolve=asdict(EvolveConfig(rounds=1, group_size=2, tasks=1, decide_by="point")))
+    generated = []
+    init_ray(address="local", num_cpus=1)
+    try:
+        epoch_start = VerlEpochStart(plan, generated.append, total_steps=4)
+        state = ray.get(open_board(plan.board).get.remote())
+        assert state["harness_hash"] == later.hash and state["skills"] == {TASK: SKILL} and state["version"] == 1
+        assert epoch_start.epoch_of(1) == 1 and epoch_start.epoch_of(2) is None and epoch_start.epoch_of(3) == 2
+        assert epoch_start.at_step(1) is None and epoch_start.at_step(2) is None and generated == []
+    finally:
+        ray.shutdown()
+    with pytest.raises(ValueError, match="not in"):
+        VerlEpochStart(replace(plan, instances=["no_such_task"]), generated.append, total_steps=4)

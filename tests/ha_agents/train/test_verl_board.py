@@ -95,3 +95,30 @@ def test_a_rows_seed_reaches_every_turn_and_training_rows_carry_none(model_dir, 
     assert any(m["role"] == "assistant" for m in detail["messages"])
     out, calls = asyncio.run(episode({}))
     assert [c["seed"] for c in calls] == [None, None] and out.extra_fields["reward_extra_info"]["episode"] == ""
+
+
+def test_evolution_batches_are_padded_to_the_workers_with_rows_that_run_nothing(model_dir, tmp_path):
+    """verl splits a batch evenly over its agent-loop workers: evolution's 3 rows for 2 workers get
+    one ``pad`` row, which the loop answers without an env or a model call (no gradient, no record)."""
+    import asyncio
+
+    from ha_agents.episode import EpisodeConfig
+    from ha_envs.loaders import load_suite
+    from ha_evolve.verl_coevolution import _rows
+
+    [task] = [t for t in load_suite("mini") if t.instance_id == TASK]
+    batch = _rows([(task, 1), (task, 2), (task, 3)], EpisodeConfig(TRAIN_HARNESS, seed=5), step=7, divisor=2)
+    rows = list(batch.non_tensor_batch["extra_info"])
+    assert len(batch) == 4 and [r["pad"] for r in rows] == [False, False, False, True]
+    assert [r["run"] for r in rows[:3]] == [1, 2, 3] and len({r["seed"] for r in rows[:3]}) == 3
+    assert batch.meta_info == {"global_steps": 7, "validate": False}
+    assert len(batch.chunk(2)) == 2  # verl's own split now holds
+
+    async def pad_episode():
+        server = ScriptedServer(str(model_dir), [SUBMIT])
+        loop, _ = _loop(model_dir, tmp_path, server)
+        out = await loop.run({"temperature": 1.0}, raw_prompt=batch.non_tensor_batch["raw_prompt"][3], extra_info=rows[3])
+        return out, server.calls
+
+    out, calls = asyncio.run(pad_episode())
+    assert calls == [] and sum(out.response_mask) == 0 and out.extra_fields["reward_extra_info"]["mask_sample"] == 1.0
