@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= runs/demo
 
-.PHONY: demo test sysdeps install bench clean
+.PHONY: demo test sysdeps install msa-venv bench clean
 
 sysdeps:
 	@missing=""; \
@@ -32,6 +32,17 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 install: sysdeps $(BIN)/.installed
+	-@$(MAKE) --no-print-directory msa-venv || echo "warning: no mini-swe-agent venv at $(MSA_VENV) (the gateway's end-to-end test skips)"
+
+# mini-swe-agent, the external harness `ha gateway eval` runs, in a venv of its own (its dependencies,
+# litellm among them, stay out of ours); pinned to the release the gateway is tested against.
+MSA_VENV ?= .venv-msa
+MSA_VERSION = 2.4.6
+msa-venv: $(MSA_VENV)/.installed
+$(MSA_VENV)/.installed:
+	$(PYTHON) -m venv $(MSA_VENV)
+	$(MSA_VENV)/bin/pip install -q 'mini-swe-agent==$(MSA_VERSION)'
+	touch $@
 
 # Each step says first what it shows; the last reads the outputs back and fails if the GRPO step
 # trained on nothing or the evolution round could not decide.

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ha_cli.main import main as ha  # noqa: E402
+from ha_agents.runs.stats import sign_flip_p_two_sided  # noqa: E402
 
 TASKS = ["mini__invoice_rounding", "mini__semver_ranges", "mini__ttl_cache", "mini__ini_interpolation",
          "mini__table_render", "mini__url_router"]
@@ -58,21 +59,6 @@ def one_seed(seed: int, args: argparse.Namespace, root: Path) -> list[dict]:
     return [json.loads(x) for x in scores.read_text().splitlines()]
 
 
-def sign_flip_p(diffs: list[float], scale: int) -> float:
-    """Exact two-sided sign-flip p-value of the mean: every sign pattern, counted by dynamic
-    programming over the sums (the differences are multiples of 1/``scale``)."""
-    ints = [round(d * scale) for d in diffs]
-    counts = {0: 1}
-    for v in ints:
-        nxt: dict[int, int] = {}
-        for total, c in counts.items():
-            for s in (total + v, total - v):
-                nxt[s] = nxt.get(s, 0) + c
-        counts = nxt
-    observed = abs(sum(ints))
-    return sum(c for total, c in counts.items() if abs(total) >= observed) / 2 ** len(ints)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
@@ -96,7 +82,7 @@ def main() -> None:
     for name, d in (("scoring stream", fresh), ("selection run as base", replay)):
         mean = sum(d) / len(d) if d else 0.0
         lo, hi = paired_ci(d)
-        result[name] = {"mean": round(mean, 4), "ci": [round(lo, 4), round(hi, 4)], "sign_flip_p": sign_flip_p(d, args.runs)}
+        result[name] = {"mean": round(mean, 4), "ci": [round(lo, 4), round(hi, 4)], "sign_flip_p": sign_flip_p_two_sided(d)}
         print(f"{name:>22}: neutral patch reward {mean:+.3f} [{lo:+.3f}, {hi:+.3f}] over {len(d)} task units; "
               f"exact sign-flip p = {result[name]['sign_flip_p']:.3f}")
     print(f"wall {wall:.0f} s")

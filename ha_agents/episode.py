@@ -247,6 +247,12 @@ def error_record(task: Task, model: Any, harness: "HarnessSpec | str", exc: Base
     return _record(task, name, spec, traj, t0)
 
 
+def record_of(task: Task, model: str, harness: Any, traj: Trajectory, t0: float) -> EpisodeRecord:
+    """The record of one finished episode (``harness``: anything with the spec's ``name`` and ``hash``,
+    such as a gateway episode's harness), its duration counted from ``t0``."""
+    return _record(task, model, harness, traj, t0)
+
+
 def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: float) -> EpisodeRecord:
     info = traj.info
     grade = info.get("grade") or {}

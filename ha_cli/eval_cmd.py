@@ -14,6 +14,22 @@ from ha_cli.model_check import add_model_fault_args, add_preflight_arg, positive
 from ha_cli.sampling import add_max_tokens, model_options
 
 
+GOLD_POLICIES = ("oracle", "tool_user", "coin", "hasty", "hasty_prompt")
+"""Scripted models that play a task's gold patch (``ha_agents/llm/policies.py``)."""
+
+
+def _harbor_oracles(tasks: list, model: str, sandbox: str) -> list:
+    """Harbor tasks with their gold patch made from ``solution/solve.sh`` (``ha_envs/harbor/oracle.py``)
+    when the model plays gold patches; every task as it is otherwise."""
+    if model not in GOLD_POLICIES or not any(t.benchmark == "harbor" and not t.gold_patch for t in tasks):
+        return tasks
+    from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
+    from ha_envs.harbor.oracle import with_oracle
+
+    factory = docker_sandbox_factory() if sandbox == "docker" else local_sandbox_factory()
+    return [with_oracle(t, factory) for t in tasks]
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from ha_agents.runs.evaluate import evaluate
     from ha_agents.runs.identity import eval_identity
@@ -39,6 +55,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if note:
         print(f"ha eval: {note}", file=sys.stderr)
     model = args.model or args.policy or "oracle"
+    tasks = _harbor_oracles(tasks, model, args.sandbox)
     if args.runs > 1 and not args.temperature and model.startswith(("openai:", "hf:")):
         print(f"warning: --runs {args.runs} at temperature {args.temperature or 0} (greedy): the runs will be near "
               "copies of each other; pass --temperature (and --seed for reproducible runs)", file=sys.stderr)

@@ -8,13 +8,14 @@ import os
 import shlex
 import sys
 
-from ha_cli import (engineer_cmd, eval_cmd, evolve_cmd, export_cmd, harness_cmd, images_cmd, model_cmd, tasks_cmd,
-                    train_cmd)
+from ha_cli import (engineer_cmd, eval_cmd, evolve_cmd, export_cmd, gateway_cmd, harness_cmd, images_cmd, model_cmd,
+                    tasks_cmd, train_cmd)
 from ha_envs.signals import Interrupted, signals_interrupt
 from ha_envs.task import TaskError
 
 
-COMMANDS = (tasks_cmd, images_cmd, train_cmd, eval_cmd, export_cmd, evolve_cmd, engineer_cmd, harness_cmd, model_cmd)
+COMMANDS = (tasks_cmd, images_cmd, train_cmd, eval_cmd, export_cmd, evolve_cmd, engineer_cmd, harness_cmd, model_cmd,
+            gateway_cmd)
 """The command families, in ``ha --help``'s order; each module's ``register(sub)`` adds its parsers
 and sets ``func`` on each (it parses and prints; what it runs is a library call)."""
 

@@ -55,9 +55,11 @@ def add_source(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--suite", help=f"bundled suite (default mini; available: {', '.join(available_suites())})")
     src.add_argument("--jsonl", help="local JSONL file of tasks (SWE-bench field names)")
-    src.add_argument("--benchmark", choices=["verified", "multilingual", "pro", "r2e"],
-                     help="a real benchmark: from --data FILE, else $HA_DATA_DIR, else the Hugging Face hub")
-    p.add_argument("--data", help="with --benchmark: a local parquet / jsonl / jsonl.gz file or a HF dataset name[@rev]")
+    src.add_argument("--benchmark", choices=["verified", "multilingual", "pro", "r2e", "harbor"],
+                     help="a real benchmark: from --data FILE, else $HA_DATA_DIR, else the Hugging Face hub; "
+                          "harbor: --data DIR, a Harbor task folder or a folder of them")
+    p.add_argument("--data", help="with --benchmark: a local parquet / jsonl / jsonl.gz file or a HF dataset name[@rev]; "
+                                      "with --benchmark harbor: a folder")
     p.add_argument("--repos", metavar="DIR",
                    help="bare mirrors of the repositories (DIR/<owner>+<name>/repo or DIR/<owner>/<name>.git; "
                         "sets $HA_REPOS_DIR); default: clone from GitHub")

@@ -102,6 +102,26 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_tasks_export(args: argparse.Namespace) -> int:
+    from ha_envs.harbor.export import export_harbor
+
+    tasks = _tasks(args)
+    images: dict[str, str] = {}
+    if args.build_images:  # this library's snapshot image per task: its environment and work copy
+        from ha_envs.sandbox.daemon import docker_client
+        from ha_envs.sandbox.provision.images import snapshot_image
+
+        client = docker_client()
+        for t in tasks:
+            images[t.instance_id] = snapshot_image(client, t)[0]
+            print(f"image {images[t.instance_id]} for {t.instance_id}", file=sys.stderr)
+    written = export_harbor(tasks, Path(args.out), images=images, overwrite=args.overwrite)
+    for path in written:
+        print(path)
+    print(f"{len(written)} tasks written as Harbor tasks under {args.out}", file=sys.stderr)
+    return 0
+
+
 def _masked(row: dict) -> bool:
     """A result that says nothing of the task: its tests could not start (an environment fault) or
     this machine lacks something (cause ``machine``)."""
@@ -160,3 +180,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="grade a disagreeing verdict nothing explains up to K more times; one that changes is "
                         "called flaky (default 2; 0: never)")
     p.set_defaults(func=cmd_tasks_validate)
+    p = tasks.add_parser("export", help="write the tasks in another format (Harbor task folders; docs/interop.md)")
+    _add_source(p)
+    p.add_argument("--format", choices=["harbor"], required=True, help="harbor: task.toml, instruction.md, "
+                   "environment/Dockerfile, tests/test.sh (writes reward.txt), solution/solve.sh (the gold patch)")
+    p.add_argument("--out", required=True, metavar="DIR", help="one folder per task is written here")
+    p.add_argument("--overwrite", action="store_true", help="replace a task folder that exists")
+    p.add_argument("--build-images", action="store_true", help="build each task's snapshot image here (Docker) and "
+                   "start its Dockerfile FROM it (default: the bundled base image, or a SWE-bench row's official one)")
+    p.set_defaults(func=cmd_tasks_export)

@@ -39,6 +39,10 @@ def signals_interrupt() -> Iterator[None]:
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
+    except KeyboardInterrupt as exc:
+        if fired and not isinstance(exc, Interrupted):  # a library (Ray's wait) raised its own for our signal
+            raise Interrupted(fired[0]) from exc
+        raise
     finally:
         for s, h in old.items():
             signal.signal(s, h)

@@ -165,7 +165,14 @@ def load_benchmark(name: str, source: str | Path | None = None, removed: str | P
     """Tasks of ``name`` (verified, multilingual, pro, r2e) from ``source`` (file or HF name); by
     default from ``$HA_DATA_DIR`` when set, else from the Hugging Face hub. Pro tasks are gradable
     when Scale's run scripts are found (``pro_scripts``, ``$HA_PRO_SCRIPTS`` or a mirror under
-    ``$HA_REPOS_DIR``; see ``grading/pro.py``)."""
+    ``$HA_REPOS_DIR``; see ``grading/pro.py``). ``harbor``: a Harbor task folder or dataset
+    (``source``, required; ``ha_envs/harbor``)."""
+    if name == "harbor":
+        from .harbor import load_harbor
+
+        if source is None:
+            raise TaskError("--benchmark harbor needs --data DIR: a Harbor task folder or a folder of them")
+        return load_harbor(source)
     if name not in BENCHMARKS:
         raise TaskError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARKS)}")
     data_dir = os.environ.get("HA_DATA_DIR")

@@ -90,6 +90,12 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
     grader = grader or Grader()
     res = ValidationResult(task.instance_id, ok=True, repo=task.repo or "")
     try:
+        if task.benchmark == "harbor" and not task.gold_patch.strip():  # the oracle, solution/solve.sh
+            from .harbor.oracle import with_oracle
+
+            task = with_oracle(task, grader.sandbox_factory)
+            if not task.gold_patch.strip():
+                raise GradingError("solution/solve.sh changed nothing in the work directory")
         gold = grader.grade(task, task.gold_patch)
         empty = grader.grade(task, "")
     except GradingError as exc:
@@ -144,7 +150,7 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
     if broken:
         (res.notes if lists_only else res.problems).append(
             f"PASS_TO_PASS tests fail at base{_NO_VERDICT if lists_only else ''}: {_short(broken)}")
-    if not task.tests.fail_to_pass:
+    if not task.tests.fail_to_pass and task.benchmark != "harbor":  # a Harbor task's test.sh has no list
         res.problems.append("no FAIL_TO_PASS tests")
     if gold.network_excluded:  # graded, but not on everything the dataset lists: not a full validation
         res.problems.append(f"{len(gold.network_excluded)} PASS_TO_PASS test(s) reach for the network, which this "

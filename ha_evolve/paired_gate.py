@@ -32,14 +32,12 @@ acceptance rate the user states per epoch, split over the two rates and the epoc
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 from dataclasses import dataclass
-from fractions import Fraction
 from statistics import mean
 from typing import Any, Mapping
 
+from ha_agents.runs.stats import sign_flip_p
 from ha_agents.train.grpo import Rollout
 
 from .gate import per_task_rates
@@ -90,65 +88,6 @@ class PairedDecision:
     def evidence(self) -> bool:
         """False when the decision is "not enough evidence"."""
         return not self.reason.startswith(NOT_ENOUGH)
-
-
-def sign_flip_p(diffs: list[float], samples: int = 20000, seed: int = 0) -> float:
-    """P(sum of randomly signed ``diffs`` >= their observed sum): the one-sided p-value of a rise.
-    Exact on a lattice (``_lattice``) or up to 16 non-zero differences; sampled otherwise."""
-    nz = [abs(d) for d in diffs if d != 0]
-    observed = sum(d for d in diffs if d != 0)
-    if not nz:
-        return 1.0
-    steps = _lattice(diffs)
-    if steps is not None:
-        return _lattice_p(steps)
-    eps = 1e-9 * max(nz)
-    if len(nz) <= 16:
-        hits = sum(1 for signs in itertools.product((1, -1), repeat=len(nz))
-                   if sum(s * d for s, d in zip(signs, nz)) >= observed - eps)
-        return hits / 2 ** len(nz)
-    rng = random.Random(seed)
-    hits = sum(1 for _ in range(samples) if sum(d if rng.random() < 0.5 else -d for d in nz) >= observed - eps)
-    return (hits + 1) / (samples + 1)
-
-
-MAX_LATTICE = 1 << 20
-"""The largest sum of |integer differences| the exact convolution takes (its array's half width)."""
-
-
-def _lattice(diffs: list[float]) -> list[int] | None:
-    """The differences as integers on a common grid 1/m (m the least common denominator, at most
-    1000 per difference), or None when they are not such fractions or the grid is too fine."""
-    fracs = []
-    for d in diffs:
-        if d == 0:
-            continue
-        f = Fraction(d).limit_denominator(1000)
-        if abs(float(f) - d) > 1e-9:
-            return None
-        fracs.append(f)
-    m = 1
-    for f in fracs:
-        m = m * f.denominator // math.gcd(m, f.denominator)
-    steps = [int(f * m) for f in fracs]
-    return steps if sum(abs(k) for k in steps) <= MAX_LATTICE else None
-
-
-def _lattice_p(steps: list[int]) -> float:
-    """The exact sign-flip p-value of integer steps: the null distribution of their signed sum,
-    one convolution per distinct |step| (c equal steps k sum to k * (2j - c), j ~ Binomial(c, 1/2))."""
-    import numpy as np
-
-    counts: dict[int, int] = {}
-    for k in steps:
-        counts[abs(k)] = counts.get(abs(k), 0) + 1
-    dist = np.ones(1)
-    for k, c in counts.items():
-        kernel = np.zeros(2 * k * c + 1)
-        kernel[::2 * k] = [math.comb(c, j) / 2.0 ** c for j in range(c + 1)]
-        dist = np.convolve(dist, kernel)
-    width = (len(dist) - 1) // 2  # dist[i]: P(signed sum = i - width)
-    return float(min(1.0, dist[width + sum(steps):].sum()))
 
 
 def paired_gate(current: list[Mapping[str, Any]] | list[Rollout], candidate: list[Mapping[str, Any]] | list[Rollout],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from typing import Any
 
@@ -74,7 +75,17 @@ def _init(ray: Any, target: str, local_options: dict[str, Any]) -> None:
         opts.update(include_dashboard=False, **local_options)
     elif "runtime_env" in local_options:
         opts["runtime_env"] = local_options["runtime_env"]
+    keep = _main_thread_handlers()
     ray.init(address=target, **opts)
+    for signum, handler in keep.items():  # ray.init makes SIGTERM a bare sys.exit: the run's own stop comes back
+        signal.signal(signum, handler)
+
+
+def _main_thread_handlers() -> dict[int, Any]:
+    """The Python SIGINT/SIGTERM handlers in force (only the main thread may set them; elsewhere none)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not None}
 
 
 __all__ = ["GIB_PER_SLOT", "SLOTS", "group_resources", "init_ray", "node_slots"]

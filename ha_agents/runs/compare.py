@@ -4,7 +4,9 @@ Per instance, a run's score is its pass@1 (mean over that run's repeats). The di
 averaged over the instances both runs evaluated, pooled across benchmarks with each benchmark
 weighted by its task count (equivalently: every instance weighs the same). The 95% confidence
 interval is a percentile bootstrap over instances, resampled within each benchmark (stratified),
-with a fixed seed so the report is reproducible.
+with a fixed seed so the report is reproducible. Beside it, an exact test: the two-sided sign-flip
+p-value of the same units' differences (``stats``), which needs no large-sample argument (with n
+units that differ, the least p-value it can give is 2^(1-n)).
 
 Replicates: either side may be several runs (``DIR1,DIR2,DIR3``: independent repeats of the whole
 protocol, e.g. one training run per seed, each evaluated with its own seeds), paired by position
@@ -22,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .stats import sign_flip_p_two_sided
+
 
 @dataclass
 class Row:
@@ -32,6 +36,8 @@ class Row:
     diff: float
     ci_low: float
     ci_high: float
+    p_exact: float = 1.0
+    """Two-sided exact sign-flip p-value of the units' differences (``stats.sign_flip_p_two_sided``)."""
 
 
 @dataclass
@@ -49,12 +55,13 @@ class Comparison:
         return asdict(self)
 
     def markdown(self) -> str:
-        head = f"B = {self.run_b} vs A = {self.run_a}: pass@1 (%) and paired difference with a 95% bootstrap CI"
-        lines = [head, "", "| benchmark | n | A | B | B - A | 95% CI |", "|---|---:|---:|---:|---:|---|"]
+        head = (f"B = {self.run_b} vs A = {self.run_a}: pass@1 (%) and paired difference with a 95% bootstrap CI "
+                "and an exact two-sided sign-flip p-value")
+        lines = [head, "", "| benchmark | n | A | B | B - A | 95% CI | exact p |", "|---|---:|---:|---:|---:|---|---:|"]
         for r in self.rows + ([self.pooled] if self.pooled else []):
             name = "**pooled**" if r is self.pooled else r.benchmark
             lines.append(f"| {name} | {r.n} | {100 * r.a:.1f} | {100 * r.b:.1f} | {100 * r.diff:+.1f} | "
-                         f"[{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}] |")
+                         f"[{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}] | {r.p_exact:.3g} |")
         unit = "(instance, replicate) pairs" if "," in self.run_a else "instances"
         notes = [f"{self.samples} bootstrap samples (seed {self.seed}), resampling {unit} within each benchmark."]
         if self.only_in_a or self.only_in_b:
@@ -116,10 +123,13 @@ def compare(run_a: str | Path | list[str | Path], run_b: str | Path | list[str |
                                for k in range(0, samples, 1000)])
         pooled_samples += boot * n / n_total
         lo, hi = percentile_interval(boot)
-        cmp.rows.append(Row(name, n, sum(x for x, _ in pairs) / n, sum(y for _, y in pairs) / n, float(diffs.mean()), lo, hi))
+        cmp.rows.append(Row(name, n, sum(x for x, _ in pairs) / n, sum(y for _, y in pairs) / n, float(diffs.mean()), lo, hi,
+                            sign_flip_p_two_sided(diffs.tolist(), seed=seed)))
     lo, hi = percentile_interval(pooled_samples)
     mean = lambda k: sum(r.n * getattr(r, k) for r in cmp.rows) / n_total  # noqa: E731
-    cmp.pooled = Row("pooled", n_total, mean("a"), mean("b"), mean("diff"), lo, hi)
+    every = [b[i][1] - a[i][1] for i in common]
+    cmp.pooled = Row("pooled", n_total, mean("a"), mean("b"), mean("diff"), lo, hi,
+                     sign_flip_p_two_sided(every, seed=seed))
     return cmp
 
 

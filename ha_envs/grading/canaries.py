@@ -62,6 +62,9 @@ class CanaryPlan:
     canaries: list[Canary] = field(default_factory=list)
     appends: dict[str, str] = field(default_factory=dict)
     """File -> the text appended to it: the hidden test file, or a new file beside it."""
+    rewrites: dict[str, str] = field(default_factory=dict)
+    """Hidden test file -> its whole text with twins written in (mocha tests inside ``describe``
+    blocks: a twin goes right after its original); written before ``appends`` are appended."""
     host_tests: dict[str, list[str]] = field(default_factory=dict)
     """Hidden test file -> names of its own tests (to tell a file that ran from one that did not)."""
     command: str = ""
@@ -215,8 +218,10 @@ def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None, twins_
     if got is None:
         return None
     # the texts travel inside the command (base64): no helper process, no file of the grader's left
-    script = " && ".join(f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d >> {ansi_c_quote(target)}"
-                         for target, text in got.appends.items())
+    script = " && ".join([f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d > {ansi_c_quote(target)}"
+                          for target, text in got.rewrites.items()] +
+                         [f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d >> {ansi_c_quote(target)}"
+                          for target, text in got.appends.items()])
     res = sandbox.run(f"{script} && echo HA_PLANTED", timeout=300)
     if "HA_PLANTED" not in res.output:
         raise OSError(f"cannot add the canary tests: {res.output[-500:]}")
@@ -391,19 +396,48 @@ def _widen_cargo(command: str, names: list[str]) -> str | None:
 
 
 def _twins(task: Task, kind: str, path: str, text: str, rng: random.Random,
-           allow_fail: bool) -> list[tuple[str, bool, str]]:
-    """(original's name, must fail, source with ``TWIN_NAME``) of the file's twins: pytest's
+           allow_fail: bool) -> list[tuple[str, bool, str, int | None, str]]:
+    """(original's name, must fail, source with ``TWIN_NAME``, the line it goes after or None to
+    append it, the describe titles its full title starts with) of the file's twins: pytest's
     (``canary_twins.py``: must-fail only) or Go's, Rust's and JavaScript's
     (``canary_twins_braces.py``)."""
     p2p, f2p = task.tests.pass_to_pass, task.tests.fail_to_pass
     if kind == "pytest":
-        return [(o, True, s) for o, s in twins(path, text, p2p, f2p, 1, rng)] if allow_fail else []
+        return [(o, True, s, None, "") for o, s in twins(path, text, p2p, f2p, 1, rng)] if allow_fail else []
     if kind not in ("go", "cargo", "node", "jest", "mocha"):
         return []
     test_name = "test"
     if kind in ("node", "jest", "mocha"):
-        test_name = _js_binding(text, "test") or ("it" if re.search(r"^it\(", text, re.M) else "test")
+        test_name = _js_binding(text, "test") or ("it" if re.search(r"^it\(", text, re.M) or
+                                                  kind == "mocha" and re.search(r"^\s+it\(", text, re.M) else "test")
     return brace_twins(kind, text, p2p, f2p, rng, _js_binding(text, "assert"), test_name, allow_fail)
+
+
+def _plant_twins(out: CanaryPlan, canaries: list[Canary], found: list[tuple[str, bool, str, int | None, str]],
+                 host: tuple[str, str, str], names: tuple[list[str], set[str], random.Random], text_out: str) -> str:
+    """The twins in ``found`` as canaries of the file ``host`` (kind, path, text): appended to
+    ``text_out`` (returned), or, for one that goes after a line (a mocha test inside ``describe``),
+    written into the file's text there (``out.rewrites``; then its canary's name is its full title)."""
+    kind, path, text = host
+    existing, taken, rng = names
+    inserts: list[tuple[int, str]] = []
+    for orig, must_fail, source, after, prefix in found:
+        if after is not None and any(ch in text for ch in "\ufffd\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+            continue  # not clean UTF-8, or lines split two ways: such a file is appended to, never rewritten
+        name = _name(kind, existing, taken, rng)
+        taken.add(name)
+        full = f"{prefix} {name}" if prefix else name
+        canaries.append(Canary(full, must_fail, path, title=kind in ("node", "jest", "mocha"), twin=orig))
+        if after is None:
+            text_out += "\n\n" + source.replace(TWIN_NAME, name) + "\n"
+        else:
+            inserts.append((after, source.replace(TWIN_NAME, name)))
+    if inserts:
+        lines = text.split("\n")
+        for after, source in sorted(inserts, reverse=True):
+            lines[after + 1:after + 1] = ["", *source.split("\n")]
+        out.rewrites[path] = "\n".join(lines)
+    return text_out
 
 
 def _host_candidates(task: Task) -> list[str]:
@@ -495,16 +529,14 @@ def plan(task: Task, sources: dict[str, str], rng: random.Random | None = None,
             head = f"package {pkg.group(1)}\n\nimport \"testing\"\n"
         text_out = head + WRITERS[kind](text, canaries, rng, taken)
         if target == path and twins_on:
-            for orig, must_fail, source in _twins(task, kind, path, text, rng, allow_fail):
-                name = _name(kind, existing, taken, rng)
-                taken.add(name)
-                canaries.append(Canary(name, must_fail, path, title=kind in ("node", "jest", "mocha"), twin=orig))
-                text_out += "\n\n" + source.replace(TWIN_NAME, name) + "\n"
+            text_out = _plant_twins(out, canaries, _twins(task, kind, path, text, rng, allow_fail), (kind, path, text),
+                                    (existing, taken, rng), text_out)
         out.appends[target] = text_out
         if _filtered(task, kind, path):
             widened = widen(task, kind, out.command or task.tests.test_command, [c.name for c in canaries])
             if widened is None:  # kind_of said it could be widened; a later file's kind may not
                 del out.appends[target]
+                out.rewrites.pop(target, None)
                 continue
             out.command = widened
         out.canaries += canaries

@@ -20,8 +20,9 @@ node's ``t.name``) are never copied: a copy under another name could fail, or pa
 honestly.
 
 Both expectations are relative to the original in the same run (``canaries.check``): a fix that
-breaks the original is not flagged. Only tests at the top of the file (column 0), formatted as the
-languages' formatters write them, whose body cannot end early (``return``, skip calls) and whose
+breaks the original is not flagged. Only tests at the top of the file (column 0), or for mocha inside
+nothing but ``describe`` blocks (most mocha suites nest every test; the twin then goes right after
+its original, in the same block), formatted as the languages' formatters write them, whose body cannot end early (``return``, skip calls) and whose
 turned check stands alone on one line at the body's first indentation level (always reached).
 """
 
@@ -159,17 +160,47 @@ def _js_turns(assert_name: str | None) -> Callable[[list[str]], list[tuple[int, 
     return turns
 
 
-def _js_tests(lines: list[str], test_name: str) -> list[tuple[str, int, int, str]]:
-    """(title, header line, closing line, the header's text before the title) of top-level tests."""
-    head = re.compile(rf"^({re.escape(test_name)}\()(['\"])([^'\"\\]+)\2(, (?:async )?(?:\(\w*\) =>|\w+ =>|function ?\(\w*\)) \{{)$")
+def _js_tests(lines: list[str], test_name: str, nested: bool = False) -> list[tuple[str, int, int, str, str]]:
+    """(full title, header line, closing line, the header's text before the title, the describe
+    titles before the test's own) of the file's tests: top-level ones, and with ``nested`` (mocha)
+    those inside ``describe`` blocks only (nothing else around them: a hook or a loop could give the
+    copy another context), whose full title is the describe titles and its own, joined by spaces."""
+    head = re.compile(rf"^(\s*)({re.escape(test_name)}\()(['\"])([^'\"\\]+)\3(, (?:async )?(?:\(\w*\) =>|\w+ =>|function ?\(\w*\)) \{{)$")
     out = []
     for i, line in enumerate(lines):
         m = head.match(line)
-        if m:
-            end = next((j for j in range(i + 1, len(lines)) if lines[j][:1] not in ("", " ", "\t")), None)
-            if end is not None and lines[end] == "});":
-                out.append((m.group(3), i, end, m.group(4)))
+        if not m or (m.group(1) and not nested):
+            continue
+        ind = m.group(1)
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() and not lines[j].startswith(ind + " ")
+                    and not lines[j].startswith(ind + "\t")), None)
+        if end is None or lines[end] != ind + "});":
+            continue
+        path = _describe_path(lines, i, ind) if ind else []
+        if path is not None:
+            out.append((" ".join(path + [m.group(4)]), i, end, m.group(5), " ".join(path)))
     return out
+
+
+_DESCRIBE = re.compile(r"^(\s*)describe\((['\"])([^'\"\\]+)\2, (?:\(\) =>|function ?\(\)) \{$")
+
+
+def _describe_path(lines: list[str], at: int, ind: str) -> list[str] | None:
+    """The titles of the ``describe`` blocks around line ``at`` (indented ``ind``), outermost first;
+    None when a block around it is anything else."""
+    path: list[str] = []
+    for k in range(at - 1, -1, -1):
+        text = lines[k]
+        if not text.strip() or len(text) - len(text.lstrip()) >= len(ind):
+            continue  # blank, deeper, or a sibling at the same level
+        m = _DESCRIBE.match(text)
+        if m is None:
+            return None
+        path.insert(0, m.group(3))
+        ind = m.group(1)
+        if not ind:
+            return path
+    return None
 
 
 def _brace_tests(lines: list[str], pattern: re.Pattern, attrs: bool) -> list[tuple[str, int, int]]:
@@ -197,20 +228,23 @@ def _listed(tests: tuple[str, ...], name: str) -> bool:
 
 def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tuple[str, ...], rng: random.Random,
           assert_name: str | None = None, test_name: str = "test",
-          must_fail: bool = True) -> list[tuple[str, bool, str]]:
+          must_fail: bool = True) -> list[tuple[str, bool, str, int | None, str]]:
     """At most one must-fail twin (when ``must_fail``) and one must-pass twin of the file's
-    PASS_TO_PASS tests: (original's name, must fail, source with ``NAME`` where its name goes)."""
+    PASS_TO_PASS tests: (original's name, must fail, source with ``NAME`` where its name goes, the
+    line it goes after (None: appended at the end of the file), the describe titles before its own
+    in its full title ("" at the top level)). Twins of tests inside mocha ``describe`` blocks go
+    right after their original, in the same block (its hooks and variables)."""
     lines = text.splitlines()
     lang = "js" if kind in ("node", "jest", "mocha") else kind
     if lang == "js":
-        found = [(t, i, e, rest) for t, i, e, rest in _js_tests(lines, test_name)]
+        found = _js_tests(lines, test_name, nested=kind == "mocha")
         turn = _js_turns(assert_name)
     else:
         pat = _GO_TEST if kind == "go" else _RS_TEST
-        found = [(n, i, e, "") for n, i, e in _brace_tests(lines, pat, kind == "cargo")]
+        found = [(n, i, e, "", "") for n, i, e in _brace_tests(lines, pat, kind == "cargo")]
         turn = _go_turns if kind == "go" else _cargo_turns
     pool = []
-    for name, first, end, rest in found:
+    for name, first, end, rest, path in found:
         body = lines[first:end + 1]
         joined = "\n".join(body)
         if not _listed(pass_to_pass, name) or _listed(fail_to_pass, name) or _EARLY[lang].search(joined) \
@@ -218,16 +252,16 @@ def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
             continue
         if kind == "cargo" and any(a.startswith(("#[ignore", "#[should_panic")) for a in body):
             continue
-        pool.append((name, body, rest))
+        pool.append((name, body, rest, end if path else None, path))
     rng.shuffle(pool)
-    out: list[tuple[str, bool, str]] = []
-    for name, body, rest in pool:
+    out: list[tuple[str, bool, str, int | None, str]] = []
+    for name, body, rest, after, path in pool:
         turns = turn(body)
-        if must_fail and turns and not any(f for _, f, _ in out):
+        if must_fail and turns and not any(o[1] for o in out):
             a, b, new = rng.choice(turns)
-            out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest)))
-        elif not any(not f for _, f, _ in out):
-            out.append((name, False, _renamed(kind, name, body, rest)))
+            out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest), after, path))
+        elif not any(not o[1] for o in out):
+            out.append((name, False, _renamed(kind, name, body, rest), after, path))
         if len(out) == 1 + must_fail:
             break
     return out

@@ -44,6 +44,7 @@ KINDS = {
     "nothing_collected": "the test runner ran no test",
     "tests_missing": "none of the task's tests was in the test log",
     "tests_timed_out": "the tests ran past the task's time limit",
+    "reward_invalid": "a Harbor task's verifier left no valid reward (grading/harbor.py)",
 }
 """Kinds of start failure, in the order they are recognised, with what each means."""
 

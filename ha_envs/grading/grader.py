@@ -44,6 +44,7 @@ from .protect import restore_script, restore_targets
 from . import ostrace  # noqa: F401  (registers the OS-level watch after the runner guards: it wraps their commands)
 from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
 from .verdicts import RULES
+from .harbor import grade_harbor, is_harbor
 from .copy_scripts import (GRADE_DIR, applied_paths, apply_error, apply_script, ignored_one_by_one, ignored_script,
                            install_hidden, joined, parse_hashes, patch_file_bytes, put_files, test_hashes_script,
                            workdir_command)
@@ -118,6 +119,8 @@ class Grader:
         self._lock = threading.Lock()
 
     def grade(self, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
+        if is_harbor(task):  # a Harbor task's tests/test.sh and its reward file (harbor.py)
+            return grade_harbor(self, task, patch, snapshot)
         report = self._grade(task, patch, snapshot)
         if report.killed:
             # the sandbox's shell was SIGKILLed with the tests: the host killed the sandbox (an

@@ -13,7 +13,8 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/11"  # 11: twins for Go, Rust, JavaScript; an OS-level watch (strace) of their runs
+GRADER_VERSION = "ha-grader/12"  # 12: mocha twins of tests inside describe blocks, written after their original
+# 11: twins for Go, Rust, JavaScript; an OS-level watch (strace) of their runs
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards
 # 4: SWE-bench rows decided by the installed swebench's grading functions (verdicts.py)

@@ -72,8 +72,11 @@ def shared_loopback_note(sandbox: str, workers: int, tasks: list[Task], network:
 def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: bool | None = None) -> SandboxFactory:
     """``network``: None gives the tests network as the official harnesses do (``tests_need_network``);
     True or False, always or never."""
-    def make(snapshot: Snapshot, root: Path, task: Task | None = None) -> Sandbox:
+    def make(snapshot: Snapshot, root: Path, task: Task | None = None,
+             binds: tuple[tuple[str, str, bool], ...] = (), tmpfs: tuple[tuple[str, int], ...] = ()) -> Sandbox:
         cfg = config or LocalSandboxConfig()
+        if binds or tmpfs:  # a Harbor task's /tests (host, path, writable) and /logs (path, bytes): grading/harbor.py
+            cfg = dataclasses.replace(cfg, binds=tuple(cfg.binds) + tuple(binds), tmpfs=tuple(cfg.tmpfs) + tuple(tmpfs))
         if network if network is not None else tests_need_network(task):
             cfg = dataclasses.replace(cfg, network=True)
         # Given the task, the sandbox also finds the task's Python environment (real instances).
@@ -85,7 +88,9 @@ def docker_sandbox_factory(config: Any = None, network: bool | None = None) -> S
     """Grades in a fresh container of the task's snapshot image (never the agent's container): the
     patch and the hidden tests are applied inside it (``Grader._run``), so an official image's work
     copy is graded as built."""
-    def make(snapshot: Snapshot | None, root: Path | None, task: Task | None = None) -> Sandbox:
+    def make(snapshot: Snapshot | None, root: Path | None, task: Task | None = None, binds: Any = (),
+             tmpfs: Any = ()) -> Sandbox:
+        # binds and tmpfs are the local sandbox's; a container gets such files through the archive API
         from ..sandbox.docker import DockerSandbox, DockerSandboxConfig
 
         cfg = config or DockerSandboxConfig()

@@ -72,6 +72,12 @@ class LocalSandboxConfig:
     """More host paths to show read-only (toolchains outside /usr)."""
     mount_point: str | None = None
     """Where the work copy appears under bubblewrap; None: the task's ``environment.workdir``."""
+    binds: tuple[tuple[str, str, bool], ...] = ()
+    """More (host path, sandbox path, writable) folders shown under bubblewrap: a Harbor task's
+    ``/tests`` in its grading sandbox (``grading/harbor.py``); never in an agent's."""
+    tmpfs: tuple[tuple[str, int], ...] = ()
+    """More (sandbox path, bytes) private tmpfs folders under bubblewrap, capped like ``/tmp``: a
+    Harbor task's ``/logs`` in its grading sandbox."""
     python_env: str | None = None
     """A venv whose ``bin`` goes first on PATH, with the work copy on PYTHONPATH (real SWE-bench
     instances; built by ``pyenv.python_env`` from the task's specs when the task has them)."""
@@ -247,6 +253,10 @@ class LocalSandbox:
             args += ["--tmpfs", str(suites)]
         for host, inside in binds or ():
             args += ["--ro-bind", host, inside]
+        for host, inside, writable in self.config.binds:
+            args += ["--bind" if writable else "--ro-bind", host, inside]
+        for inside, size in self.config.tmpfs:
+            args += ["--size", str(size), "--tmpfs", inside]
         args += ["--bind", str(self.host_dir), self.mount_point, "--remount-ro", "/",
                  "--chdir", self.mount_point]
         return args + ["--"] + shell

@@ -252,3 +252,42 @@ def test_sigterm_stops_ha_grade_mid_grading(tiny_task, tmp_path):
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     assert not [p for p in tmp.iterdir() if p.name.startswith(f"ha-grade-{pid}-")]
     assert not list(out.glob("logs/*/report.json"))  # a cut grading is no verdict
+
+
+def test_sigterm_stops_a_ray_executor_eval_and_its_private_ray(tiny_task, tmp_path):
+    """`ha eval --executor ray` (episodes as Ray tasks on the private local Ray it starts): SIGTERM
+    while two episodes sleep in their sandboxes inside Ray workers. Exit 143 with the resume line,
+    no record of the cut episodes, and nothing left: no sandbox process, no Ray process of its own."""
+    require_bwrap()
+    rows = [task_row(tiny_task, instance_id=i, problem_statement=f"{tiny_task.problem_statement} [{i}]") for i in IDS[:3]]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    marker = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # its own Ray, never one running here
+    with FakeOpenAIServer(_model(marker, {"on": True}, ())) as srv:
+        command = [*HA, "eval", "--jsonl", str(tmp_path / "tasks.jsonl"), "--model", f"openai:m@{srv.url}",
+                   "--harness", "h0", "--sandbox", "local", "--workers", "2", "--executor", "ray", "--out", str(out)]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + 120  # a local Ray starts first
+        while len([p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]) < 2:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the Ray episodes never started\n{proc.communicate()}")
+            time.sleep(0.3)
+        started = _descendants(proc.pid)
+        assert any("raylet" in _describe(p) for p in started), "no Ray of its own under ha eval"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    (line,) = [ln for ln in stderr.splitlines() if ln.startswith("ha: stopped")]
+    assert "stopped by SIGTERM" in line and line.endswith("ha " + " ".join(command[3:])), line
+    deadline = time.monotonic() + 30  # Ray's own processes end on their own schedule after shutdown
+    while True:
+        left = {p: d for p in started if (d := _describe(p)) != "gone" and not d.startswith("Z")}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert not left, f"processes outlived ha eval --executor ray: {left}"
+    assert not [p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]
+    assert _records(out) == []

@@ -77,13 +77,13 @@ class Retuner:
         return Proposal(self.name, replace(spec, name=f"h0-turns{spec.limits.max_turns}"), "retune the turn limit")
 
 
-def test_the_coin_policy_changes_no_harness_over_five_rounds(tmp_path):
+def test_the_coin_policy_changes_no_harness_over_three_rounds(tmp_path):
     task = SUITE["mini__js_template"]
     evo = Evolution(tmp_path / "evo", [task], "coin", "h0", Retuner(),
-                    EvolveConfig(rounds=5, group_size=2, workers=2, bootstrap_samples=100))
+                    EvolveConfig(rounds=3, group_size=2, workers=2, bootstrap_samples=100))
     final = evo.run()
     props = [r for r in evo.log.records if r.get("kind") == "proposal"]
-    assert len(props) == 5 and not any(p["accepted"] for p in props) and final.hash == load_spec("h0").hash
+    assert len(props) == 3 and not any(p["accepted"] for p in props) and final.hash == load_spec("h0").hash
     assert all(p["decided_by"] == "paired" and p["decision_reason"].startswith("not enough evidence") for p in props)
     # common seeds: the coin falls the same way on both sides, so no round shows a difference
     assert all(p["current_rates"]["pass_rate"] == p["candidate_rates"]["pass_rate"] for p in props)

@@ -173,6 +173,29 @@ def build_base_image(client: Any, packages: tuple[str, ...] = BASE_PACKAGES, log
         return tag
 
 
+def dockerfile_image(client: Any, context: Path) -> str:
+    """The image a build context's ``Dockerfile`` makes, built here once and tagged by the context's
+    content (``harnessadapt/dockerfile:<hash>``). Nothing is pulled: its ``FROM`` image must be on
+    this daemon (``docker build --pull=false``); a failed build is a ``SandboxError`` with its log."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes() + b"\0")
+    tag = f"harnessadapt/dockerfile:{h.hexdigest()[:12]}"
+    with _lock(tag):
+        if image_exists(client, tag):
+            return tag
+        import docker
+
+        try:
+            retrying(lambda: client.images.build(path=str(context), tag=tag, pull=False, rm=True, forcerm=True,
+                                                 labels={LABEL: "dockerfile", FROM_LABEL: json.dumps([str(context)])}))
+        except (docker.errors.BuildError, docker.errors.APIError) as exc:
+            log = "".join(str(c.get("stream") or c.get("error") or "") for c in getattr(exc, "build_log", None) or [])
+            raise SandboxError(f"building {context}/Dockerfile failed (nothing is pulled here: its FROM image must be "
+                               f"on this Docker daemon): {exc}; {log[-800:]}") from exc
+        return tag
+
+
 def _tar_dir(src: Path, arcname: str) -> bytes:
     buf = io.BytesIO()
 
@@ -324,6 +347,9 @@ def env_image(client: Any, task: Any, base: str | None = None) -> str:
         official = official_image(client, task)
         if official is not None:
             return _official_env(client, official)
+        context = (task.environment.extra or {}).get("dockerfile_context")
+        if context and not task.environment.image:  # a Harbor task's environment/Dockerfile
+            base = dockerfile_image(client, Path(context))
     base = base or (task.environment.image if task is not None else None) or f"{BASE_REPO}:{BASE_SUITE}"
     node_modules = node_env(task) if task is not None else None
     if node_modules is not None:

@@ -49,6 +49,10 @@ def test_compare_pools_by_task_count_and_brackets_the_difference(tmp_path):
     assert res.pooled.n == 50 and res.pooled.diff == pytest.approx((40 * 0.5 + 10 * (2 / 30)) / 50)
     assert res.pooled.ci_low < res.pooled.diff < res.pooled.ci_high and res.pooled.ci_low > 0
     assert rows["verified"].ci_low > 0.3 and rows["pro"].ci_low == 0.0
+    # the exact test beside it: 20 verified units rose by 1 and none fell (p = 2 * 2^-20); on pro one
+    # unit rose, which relabelling the sides gives half the time (two-sided: 1)
+    assert rows["verified"].p_exact == pytest.approx(2 * 2.0 ** -20) and rows["pro"].p_exact == 1.0
+    assert res.pooled.p_exact == pytest.approx(2 * 2.0 ** -21) and "| exact p |" in res.markdown()
     assert res.only_in_b == ["only_b"] and "1 only in B" in res.markdown()
     again = compare(tmp_path / "A", tmp_path / "B", samples=4000, seed=1)
     assert again.to_dict() == res.to_dict()  # reproducible
@@ -61,6 +65,7 @@ def test_compare_identical_runs_is_zero_with_a_zero_ci(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--json", "--out", str(tmp_path / "cmp")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["pooled"]["diff"] == 0 and data["pooled"]["ci_low"] == 0 and data["pooled"]["ci_high"] == 0
+    assert data["pooled"]["p_exact"] == 1.0
     assert (tmp_path / "cmp" / "compare.md").read_text().startswith("B = ")
     with pytest.raises(ValueError, match="share no instance"):
         compare(fake_run(tmp_path / "C", {"z": ("mini", [True])}), tmp_path / "A")
@@ -78,6 +83,7 @@ def test_compare_replicates_pair_by_position_through_the_cli(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["pooled"]["n"] == 8 and data["pooled"]["diff"] == pytest.approx(0.5)
     assert 0 < data["pooled"]["ci_low"] < 0.5 < data["pooled"]["ci_high"] < 1.0
+    assert data["pooled"]["p_exact"] == pytest.approx(2 / 16)  # 4 units of +1 (the other 4 tie): 2 * 2^-4
     one = compare(a1, b1, samples=2000)
     assert one.pooled.n == 4 and one.pooled.ci_low == one.pooled.ci_high == 1.0  # one replicate hides the spread
     assert "(instance, replicate) pairs" in compare(f"{a1},{a2}", [b1, b2], samples=500).markdown()

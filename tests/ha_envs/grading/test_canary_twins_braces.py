@@ -93,7 +93,7 @@ test('snapshot', (t) => {
 def _all(kind, text, p2p, f2p=(), **kw):
     seen: dict[tuple[str, bool], set[str]] = {}
     for seed in range(40):
-        for orig, must_fail, src in twins(kind, text, p2p, f2p, random.Random(seed), **kw):
+        for orig, must_fail, src, *_ in twins(kind, text, p2p, f2p, random.Random(seed), **kw):
             seen.setdefault((orig, must_fail), set()).add(src)
     return seen
 
@@ -122,6 +122,78 @@ def test_javascript_twins_use_the_files_assert_and_keep_the_title_apart():
     assert "  assert.notStrictEqual(a, 4);" in turned and "  assert.ok(!(a > 3), 'big');" in turned
     verbatim = _all("node", JS, ("area of two",), assert_name="assert", must_fail=False)
     assert verbatim == {("area of two", False): {f"test('{NAME}', () => {{" + JS.split("() => {", 2)[1].split("});")[0] + "});"}}
+
+
+MOCHA = '''var assert = require('assert');
+var area = require('../lib/area');
+
+describe('area', function () {
+  var scale = 2;
+
+  beforeEach(function () {
+    scale = 2;
+  });
+
+  it('squares', function () {
+    var a = area(scale);
+    assert.strictEqual(a, 4);
+  });
+
+  describe('of nothing', function () {
+    it('is zero', () => {
+      assert.equal(area(0), 0);
+    });
+  });
+
+  [1, 2].forEach(function (n) {
+    it('loops', function () {
+      assert.ok(area(n) > 0);
+    });
+  });
+});
+'''
+
+
+def test_mocha_twins_of_tests_inside_describe_blocks_go_right_after_their_original():
+    """mocha suites nest every test in ``describe``: a twin of such a test is written into the same
+    block (its hooks and closure variables), and its canary is named by its full title, as mocha and
+    swebench's parser report it; a test inside anything but ``describe`` (a loop) is never copied."""
+    p2p = ("area squares", "area of nothing is zero", "area loops")
+    found = {}
+    for seed in range(40):
+        for orig, must_fail, src, after, prefix in twins("mocha", MOCHA, p2p, (), random.Random(seed), assert_name="assert",
+                                                          test_name="it"):
+            found[(orig, must_fail)] = (src, after, prefix)
+    assert {o for o, _ in found} == {"area squares", "area of nothing is zero"}
+    src, after, prefix = found[("area squares", True)]
+    assert prefix == "area" and MOCHA.splitlines()[after] == "  });" and after == 13
+    assert src.startswith(f"  it('{NAME}', function () {{") and "    assert.notStrictEqual(a, 4);" in src
+    assert found[("area of nothing is zero", False)][2] == "area of nothing"
+    # planned for a grading: the file is rewritten with each twin inside its block, the canary named
+    # by its full title; drawn canaries are still appended at the end
+    task = _mocha_task(p2p)
+    for seed in range(6):
+        plan = canaries.plan(task, {"test/area.js": MOCHA}, random.Random(seed))
+        text = plan.rewrites["test/area.js"]
+        for twin in (c for c in plan.canaries if c.twin):
+            prefix = {"area squares": "area", "area of nothing is zero": "area of nothing"}[twin.twin]
+            drawn = twin.name[len(prefix) + 1:]
+            assert twin.name.startswith(prefix + " ") and f"it('{drawn}'," in text
+            assert text.index(f"it('{drawn}'") < text.index("[1, 2].forEach")  # in its describe, not at the end
+            assert canaries._reported(twin.name, True, twin.name) and not canaries._reported(twin.name, True, drawn)
+        # the file's own text is kept around the twins: up to the first original's end, and from the loop on
+        assert text.split("\n")[:14] == MOCHA.split("\n")[:14] and text.endswith(MOCHA[MOCHA.index("  [1, 2]"):])
+        assert all(f"it('{c.name}'" in plan.appends["test/area.js"] for c in plan.canaries if not c.twin)
+
+
+def _mocha_task(p2p):
+    import dataclasses
+
+    from ha_envs.loaders import load_suite
+
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__js_template")
+    return dataclasses.replace(task, tests=dataclasses.replace(task.tests, test_command="npx mocha test/area.js",
+                                                               pass_to_pass=p2p, fail_to_pass=()))
 
 
 def test_no_must_fail_twin_where_the_runner_stops_at_the_first_failure():

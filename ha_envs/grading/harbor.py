@@ -1,0 +1,226 @@
+"""Grading a Harbor task (``ha_envs/harbor``): its ``tests/test.sh`` run on the agent's patch.
+
+As every grading here: the agent's work copy comes as a patch (its diff), untrusted; it is replayed
+into a fresh grading sandbox of the task's environment (bubblewrap over a fresh copy, or a fresh
+container), so processes, shell state and PATH shims the agent left behind are gone; protected
+paths are taken from the base (``protect.py``). Only then are the task's ``tests/`` put at ``/tests``
+(read-only; as Harbor uploads them after the agent finished: the agent never sees them) and an
+empty ``/logs/verifier`` made (a private, capped tmpfs under bubblewrap); ``bash /tests/test.sh`` runs from the work directory, and the reward file
+it leaves is read as untrusted data (``parse_reward``): ``reward.json`` (a ``reward`` key) before
+``reward.txt``, a finite number in [0, 1]; reward 1 resolves.
+
+A reward file that is missing or not such a number is never a reward. With the patch in, the base
+is run the same way in a fresh copy: when the base's reward is valid the patch is to blame
+(``reward_invalid``, reward 0); when it is not either, the verifier is broken: an environment fault
+(kind ``reward_invalid``, masked). The same for a verifier that cannot start.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from ..sandbox.base import Sandbox, SandboxError
+from ..sandbox.provision.workcopy import Snapshot, prepare_snapshot
+from ..sandbox.reaper import owned_prefix
+from ..sandbox.shell import ansi_c_quote
+from ..task import Task
+from . import faults
+from .copy_scripts import GRADE_DIR, put_files
+from .patch_rules import filter_patch, flag_patch
+from .report import EnvironmentFault, GradeReport, GradingError, PatchRefused, ungradable
+
+REWARD_BYTES = 64 << 10
+"""Largest reward file read; a larger one is not a reward."""
+LOGS = "/logs"
+LOGS_BYTES = 256 << 20
+"""Size of the grading sandbox's private ``/logs`` (a capped tmpfs under bubblewrap)."""
+TESTS = "/tests"
+
+
+def is_harbor(task: Task) -> bool:
+    return task.tests.log_parser == "harbor"
+
+
+def parse_reward(name: str, data: bytes) -> tuple[float | None, str]:
+    """(reward, "") from a reward file's bytes, or (None, why not). Untrusted: only a finite
+    number in [0, 1] is a reward (``reward.txt``: the number alone; ``reward.json``: a number or an
+    object whose ``reward`` and every other value are such numbers)."""
+    if len(data) > REWARD_BYTES:
+        return None, f"{name} has {len(data)} bytes (at most {REWARD_BYTES} are read)"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, f"{name} is not UTF-8 text"
+    if name.endswith(".json"):
+        def refuse(const: str) -> float:
+            raise ValueError(f"{const} is not a number")
+        try:
+            value = json.loads(text, parse_constant=refuse)
+        except ValueError as exc:
+            return None, f"{name} is not valid JSON ({exc})"
+        values = value if isinstance(value, dict) else {"reward": value}
+        if "reward" not in values:
+            return None, f"{name} has no 'reward' key (keys: {', '.join(sorted(values))[:200]})"
+        for key, v in values.items():
+            why = _not_reward(v)
+            if why:
+                return None, f"{name}: {key!r} {why}"
+        return float(values["reward"]), ""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None, f"{name} is not a number: {text.strip()[:80]!r}"
+    why = _not_reward(value)
+    return (None, f"{name}: {why}") if why else (value, "")
+
+
+def _not_reward(v: object) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"is not a number ({type(v).__name__})"
+    if not math.isfinite(v):
+        return f"is not finite ({v})"
+    if not 0.0 <= v <= 1.0:
+        return f"is {v}, outside [0, 1]"
+    return ""
+
+
+def grade_harbor(grader, task: Task, patch: str, snapshot: Snapshot | None = None) -> GradeReport:
+    """The grade of ``patch`` for a Harbor task (``grader``: the :class:`Grader` whose sandboxes and
+    patch steps are used)."""
+    t0 = time.monotonic()
+    if len(patch) > grader.patch_bytes:
+        return ungradable(task, "patch_too_large", f"the patch has {len(patch)} characters; the cap is "
+                          f"{grader.patch_bytes}", time.monotonic() - t0)
+    kept, dropped, unsafe = filter_patch(patch, task)
+    report = GradeReport(task.instance_id, "unresolved", False, dropped_paths=dropped)
+    flag_patch(report, kept, dropped, unsafe)
+    try:
+        ran = _verify(grader, task, kept, report, snapshot)
+        if ran is not None:
+            _judge(grader, task, snapshot, report, *ran, patched=bool(kept.strip()))
+    except PatchRefused as exc:
+        report.status, report.resolved, report.error = "patch_refused", False, str(exc)
+        report.flag("patch_refused", str(exc))
+    except GradingError:
+        raise
+    except (OSError, SandboxError) as exc:
+        raise GradingError(f"grading {task.instance_id} failed: {exc}") from exc
+    report.duration_s = time.monotonic() - t0
+    return report
+
+
+def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, reward: float | None, why: str,
+           log: str, timed_out: bool, patched: bool) -> None:
+    report.log_tail = log[-4000:]
+    if timed_out:
+        report.status, report.error = "tests_timed_out", f"tests/test.sh ran past {task.tests.timeout_s} s"
+        return
+    if reward is not None:
+        report.resolved = reward >= 1.0
+        report.status = "resolved" if report.resolved else "unresolved"
+        report.verdict_rules = f"harbor (reward {reward:g})"
+        return
+    base = _verify(grader, task, "", GradeReport(task.instance_id, "unresolved", False), snapshot) if patched else None
+    if base is not None and base[0] is not None:
+        report.status, report.error = "reward_invalid", (f"{why}; at base, in a fresh copy, the verifier writes a "
+                                                         "valid reward, so the patch is to blame")
+        report.flag("reward_invalid", report.error)
+        return
+    failure = faults.StartFailure("reward_invalid", why)
+    report.status, report.fault = faults.FAULT_STATUS, failure.kind
+    report.error = f"{failure.describe()}, with the patch and at base alike"
+    raise EnvironmentFault(f"{task.instance_id}: environment fault: {report.error}", report, failure)
+
+
+def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None):
+    """In one fresh grading sandbox: the patch, then the tests; (reward, why not, log, timed out),
+    or None when the patch does not apply."""
+    host = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-harbor")))
+    try:
+        shutil.copytree(Path(task.metadata["harbor"]["task_dir"]) / "tests", host / "tests", symlinks=True)
+        sandbox, root = open_sandbox(grader.sandbox_factory, task, snapshot, ((str(host / "tests"), TESTS, False),),
+                                     ((LOGS, LOGS_BYTES),))
+        try:
+            sandbox.start()
+            gd = f"{sandbox.workdir}/{GRADE_DIR}"
+            kept = grader._drop_ignored(sandbox, kept, report, gd)
+            changed = grader._apply(task, sandbox, kept, report, gd, True)
+            if changed is None:
+                return None
+            touched = grader._restore(sandbox, task, changed, gd)
+            if touched:
+                report.restored_paths = [p for p in changed if any(p == r or p.startswith(r + "/") for r in touched)]
+            if getattr(grader.sandbox_factory, "in_place", False):
+                upload_dir(sandbox, host / "tests", TESTS)
+                sandbox.run(f"rm -rf {LOGS} && mkdir -p {LOGS} && chmod 777 {LOGS}", timeout=60)
+            sandbox.run(f"mkdir -p {LOGS}/verifier {LOGS}/agent && rm -f {LOGS}/verifier/reward.*", timeout=60)
+            env = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in
+                          (task.metadata["harbor"].get("verifier_env") or {}).items() if k.isidentifier())
+            res = sandbox.run(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh 2>&1",
+                              timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
+            reward, why = read_reward(sandbox)
+            return reward, why, res.output, res.timed_out
+        finally:
+            sandbox.close()
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
+
+
+def open_sandbox(factory, task: Task, snapshot: Snapshot | None, binds: tuple[tuple[str, str, bool], ...],
+                 tmpfs: tuple[tuple[str, int], ...] = ()) -> tuple[Sandbox, Path | None]:
+    """A fresh sandbox of ``factory`` for ``task`` showing ``binds`` (host, path, writable) and
+    private ``tmpfs`` folders (path, bytes): the local sandbox mounts them; a container
+    (``in_place``) gets them from the caller (uploads, ``mkdir``)."""
+    if getattr(factory, "in_place", False):
+        return factory(None, None, task), None
+    snapshot = snapshot or prepare_snapshot(task)
+    root = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-grade")))
+    try:
+        sandbox = factory(snapshot, root, task, binds=binds, tmpfs=tmpfs)
+    except TypeError as exc:
+        raise GradingError(f"{task.instance_id}: this grader's sandboxes cannot show a Harbor task's /tests and "
+                           f"/logs ({exc}); grade with the local (bubblewrap) or docker sandbox") from None
+    if getattr(sandbox, "isolated", True) is False:
+        raise GradingError(f"{task.instance_id}: a Harbor task's verifier reads /tests and writes /logs: the local "
+                           "sandbox needs bubblewrap for that (or use --sandbox docker)")
+    return sandbox, root
+
+
+def upload_dir(sandbox: Sandbox, folder: Path, inside: str) -> None:
+    """A host folder's files into a container at ``inside`` (replacing what was there)."""
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
+    sandbox.run(f"rm -rf {inside} && mkdir -p {inside}", timeout=60)
+    put_files(sandbox, inside, files)
+
+
+def read_reward(sandbox: Sandbox) -> tuple[float | None, str]:
+    """The reward file test.sh left, read through the sandbox's shell (its bytes, base64, capped)
+    and parsed on this side: ``reward.json`` first, as Harbor; a link or another kind of file is
+    not a reward."""
+    for name in ("reward.json", "reward.txt"):
+        f = f"{LOGS}/verifier/{name}"
+        res = sandbox.run(f"if [ -L {f} ]; then echo HA_LINK; elif [ -f {f} ]; then echo HA_FILE; "
+                          f"head -c {REWARD_BYTES + 1} {f} | base64 -w0; echo; elif [ -e {f} ]; then echo HA_OTHER; fi",
+                          timeout=60, head_bytes=4 * REWARD_BYTES, tail_bytes=0)
+        head, _, body = res.output.partition("\n")
+        kind = head.strip()
+        if kind == "HA_LINK":
+            return None, f"{name} is a symbolic link, not a file"
+        if kind == "HA_OTHER":
+            return None, f"{name} is not a regular file"
+        if kind != "HA_FILE":
+            continue
+        try:
+            data = base64.b64decode(body.strip(), validate=True)
+        except ValueError:
+            return None, f"{name} could not be read back from the sandbox"
+        return parse_reward(name, data)
+    return None, "the verifier wrote no reward file (/logs/verifier/reward.json or reward.txt)"

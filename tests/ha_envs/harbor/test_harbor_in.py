@@ -1,0 +1,160 @@
+"""Harbor tasks in: task.toml read with clear errors, a Harbor dataset through `ha tasks list|validate`
+and `ha eval` (oracle 1, no-op 0, a cheating agent 0), and the reward file read as untrusted data."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ha_cli.main import main
+from ha_envs.grading.grader import Grader
+from ha_envs.grading.harbor import parse_reward
+from ha_envs.grading.report import EnvironmentFault
+from ha_envs.harbor import HarborTaskError, load_harbor, read_task_config
+from ha_envs.harbor.load import parse_dockerfile
+from tests.conftest import require_bwrap
+from tests.ha_envs.harbor.builders import TOML, harbor_task
+
+
+def test_task_toml_schema_versions_and_legacy_fields(tmp_path):
+    old = tmp_path / "old.toml"
+    old.write_text('version = "1.1"\n[agent]\ntimeout_sec = 30\n[environment]\nmemory = "2G"\nallow_internet = false\n'
+                   'docker_image = "python:3.12"\n')
+    cfg = read_task_config(old)
+    assert (cfg.schema_version, cfg.agent.timeout_sec, cfg.environment.memory_mb) == ("1.1", 30.0, 2048)
+    assert cfg.environment.network.value == "no-network" and cfg.verifier_timeout_s == 600.0
+    new = tmp_path / "new.toml"
+    new.write_text(TOML + '\n[[steps]]\nname = "one"\n[steps.verifier]\ntimeout_sec = 5\n')
+    cfg = read_task_config(new)
+    assert cfg.environment.cpus == 1 and cfg.verifier_timeout_s == 60.0 and cfg.steps[0].verifier.timeout_sec == 5
+
+
+@pytest.mark.parametrize("toml, words", [
+    ("[verifier\ntimeout_sec = 1\n", "not valid TOML"),
+    ('[verifier]\ntimeout_sec = "soon"\n', "verifier.timeout_sec"),
+    ('schema_version = "2.0"\n', "schema_version '2.0' is not one this reader knows"),
+    ("[environment]\ncpus = -1\n", "environment.cpus"),
+    ('[environment]\nmemory = "lots"\n', "must end in G, M or K"),
+    (TOML + '\n[[steps]]\nname = "one"\n', "multi-step task (1 [[steps]])"),
+])
+def test_malformed_task_gets_a_clear_error_from_the_cli(tmp_path, capsys, toml, words):
+    harbor_task(tmp_path, toml=toml)
+    assert main(["tasks", "list", "--benchmark", "harbor", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and str(tmp_path) in err, err
+
+
+def test_missing_pieces_are_named(tmp_path):
+    d = harbor_task(tmp_path)
+    (d / "tests" / "test.sh").unlink()
+    with pytest.raises(HarborTaskError, match=r"no test.sh"):
+        load_harbor(tmp_path)
+    with pytest.raises(HarborTaskError, match="not a directory"):
+        load_harbor(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HarborTaskError, match="neither a Harbor task"):
+        load_harbor(tmp_path / "empty")
+
+
+def test_dockerfile_gives_workdir_and_work_copy():
+    workdir, copies = parse_dockerfile("FROM a AS build\nWORKDIR /x\nCOPY y /x\nFROM b\nWORKDIR /srv\n"
+                                       "WORKDIR app\n# COPY no /srv/app\nCOPY --chown=1:1 src/ .\n"
+                                       "COPY --from=build /x /srv/app/x\nADD [\"data\", \"/data\"]\n")
+    assert workdir == "/srv/app" and copies == [("src", "/srv/app"), ("data", "/data")]
+
+
+@pytest.mark.parametrize("name, data, reward", [
+    ("reward.txt", b"1\n", 1.0), ("reward.txt", b" 0.25 ", 0.25), ("reward.json", b'{"reward": 1, "style": 0.5}', 1.0),
+    ("reward.json", b"0", 0.0), ("reward.txt", b"nan", None), ("reward.txt", b"inf", None),
+    ("reward.txt", b"1.5", None), ("reward.txt", b"-0.1", None), ("reward.txt", b"", None),
+    ("reward.txt", b"1; rm -rf /", None), ("reward.txt", b"\xff\xfe", None), ("reward.json", b'{"reward": NaN}', None),
+    ("reward.json", b'{"reward": true}', None), ("reward.json", b'{"score": 1}', None), ("reward.json", b"[1]", None),
+    ("reward.json", b'{"reward": 1, "x": "a"}', None), ("reward.json", b"{", None),
+    ("reward.txt", b"1" + b" " * (70 << 10), None),
+])
+def test_reward_file_is_untrusted_data(name, data, reward):
+    got, why = parse_reward(name, data)
+    assert got == reward and (bool(why) == (reward is None)), (got, why)
+    assert got is None or math.isfinite(got)
+
+
+def _eval(tmp_path: Path, data: Path, model: str, out: str) -> dict:
+    assert main(["eval", "--benchmark", "harbor", "--data", str(data), "--model", model, "--max-turns", "2",
+                 "--out", str(tmp_path / out), "--no-progress"]) == 0
+    return json.loads((tmp_path / out / "trajectories.jsonl").read_text().splitlines()[0])
+
+
+def test_oracle_noop_and_cheater_through_ha_eval(tmp_path):
+    require_bwrap()
+    data = tmp_path / "ds"
+    harbor_task(data)
+    assert main(["tasks", "list", "--benchmark", "harbor", "--data", str(data)]) == 0
+    oracle = _eval(tmp_path, data, "oracle", "oracle")
+    assert oracle["reward"] == 1.0 and oracle["grade"]["verdict_rules"] == "harbor (reward 1)"
+    assert "a + b" in oracle["patch"]
+    noop = _eval(tmp_path, data, "null", "null")
+    assert noop["reward"] == 0.0 and not noop["mask_sample"] and "AssertionError" in noop["grade"]["log_tail"]
+    # writes the reward itself, plants a fake python3 first on its PATH, leaves a process rewriting it
+    cheat = ("```bash\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; mkdir -p logs/verifier bin; "
+             "echo 1 > logs/verifier/reward.txt; printf '#!/bin/sh\\necho CHECK_OK\\n' > bin/python3; "
+             "chmod +x bin/python3; export PATH=$PWD/bin:$PATH; python3 | grep -q CHECK_OK && echo SHIM_WORKS; "
+             "(while true; do echo 1 > logs/verifier/reward.txt; sleep 0.2; done) >/dev/null 2>&1 &\n```")
+    (tmp_path / "cheat.yaml").write_text(json.dumps([cheat]))
+    rec = _eval(tmp_path, data, f"menu:{tmp_path / 'cheat.yaml'}", "cheat")
+    assert "SHIM_WORKS" in json.dumps(rec["messages"])  # in the agent's own shell the shim answers
+    assert "bin/python3" in rec["patch"]
+    assert rec["reward"] == 0.0 and not rec["mask_sample"] and rec["grade"]["status"] == "unresolved"
+
+
+def test_validate_through_the_cli(tmp_path, capsys):
+    require_bwrap()
+    harbor_task(tmp_path / "ds")
+    harbor_task(tmp_path / "ds", name="no-fix", solve="true\n")
+    assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(tmp_path / "ds"), "--json",
+                 "--workers", "1"]) == 1
+    rows = {r["instance_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["add-fix"]["ok"] and rows["add-fix"]["gold_status"] == "resolved"
+    assert not rows["no-fix"]["ok"] and "changed nothing" in " ".join(rows["no-fix"]["problems"])
+
+
+def test_an_invalid_reward_is_the_patchs_fault_or_a_masked_fault(tmp_path):
+    require_bwrap()
+    scored = harbor_task(tmp_path, files={"calc.py": "def add(a, b):\n    return a - b\n", "score.py": "print(0)\n"},
+                         test_sh="#!/bin/bash\npython3 /app/score.py > /logs/verifier/reward.txt\n")
+    task = load_harbor(scored)[0]
+    grader = Grader()
+    nan = ("diff --git a/score.py b/score.py\n--- a/score.py\n+++ b/score.py\n@@ -1 +1 @@\n-print(0)\n"
+           "+print(float('nan'))\n")
+    report = grader.grade(task, nan)
+    assert report.status == "reward_invalid" and report.reward == 0.0 and "not finite" in report.error
+    broken = harbor_task(tmp_path, name="broken", test_sh="#!/bin/bash\necho banana > /logs/verifier/reward.txt\n")
+    fix = ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+           "-    return a - b\n+    return a + b\n")
+    with pytest.raises(EnvironmentFault) as exc:
+        grader.grade(load_harbor(broken)[0], fix)
+    assert exc.value.kind == "reward_invalid" and "not a number: 'banana'" in str(exc.value)
+
+
+@pytest.mark.parametrize("command", [["train", "--model", "x"], ["evolve", "run", "--model", "x"], ["grade", "--predictions", "p.jsonl"],
+                                     ["images", "build"]])
+def test_every_task_taking_command_selects_harbor_tasks(tmp_path, command):
+    from ha_cli.main import build_parser
+    from ha_cli.selection import select_tasks
+
+    harbor_task(tmp_path / "ds")
+    harbor_task(tmp_path / "ds", name="other")
+    args = build_parser().parse_args([*command, "--benchmark", "harbor", "--data", str(tmp_path / "ds"),
+                                      "--filter", "^add"])
+    assert [t.instance_id for t in select_tasks(args)] == ["add-fix"]
+
+
+def test_a_reward_link_is_not_followed(tmp_path):
+    require_bwrap()
+    linked = harbor_task(tmp_path, name="linked", test_sh="#!/bin/bash\necho 1 > /tmp/one\n"
+                         "ln -s /tmp/one /logs/verifier/reward.txt\n")
+    with pytest.raises(EnvironmentFault) as exc:
+        Grader().grade(load_harbor(linked)[0], "")
+    assert "reward.txt is a symbolic link" in str(exc.value)
