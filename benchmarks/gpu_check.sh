@@ -96,7 +96,8 @@ verl_pieces() {
   "$PY" -m ha_cli.main train --backend verl --dry-run --evolve --model "$OUT/model" --suite mini \
     --out "$OUT/verl-dry" || return 1
   "$PY" -m pytest -q -x -p no:cacheprovider tests/ha_agents/train/test_verl.py -k "dry_run or agent_loop_worker" \
-    tests/ha_agents/train/test_verl_board.py tests/ha_evolve/test_verl_coevolution.py
+    || return 1
+  "$PY" -m pytest -q -x -p no:cacheprovider tests/ha_agents/train/test_verl_board.py tests/ha_evolve/test_verl_coevolution.py
 }
 
 summarise() {
