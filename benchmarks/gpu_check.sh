@@ -95,7 +95,9 @@ train_run() {
 verl_pieces() {
   "$PY" -m ha_cli.main train --backend verl --dry-run --evolve --model "$OUT/model" --suite mini \
     --out "$OUT/verl-dry" || return 1
-  "$PY" -m pytest -q -x -p no:cacheprovider tests/ha_agents/train/test_verl.py -k "dry_run or agent_loop_worker"
+  "$PY" -m pytest -q -x -p no:cacheprovider tests/ha_agents/train/test_verl.py -k "dry_run or agent_loop_worker" \
+    || return 1
+  "$PY" -m pytest -q -x -p no:cacheprovider tests/ha_agents/train/test_verl_board.py tests/ha_evolve/test_verl_coevolution.py
 }
 
 summarise() {

@@ -108,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_evolution_args(p: argparse.ArgumentParser) -> None:
-    e = p.add_argument_group("harness evolution between epochs (local backend)")
+    e = p.add_argument_group("harness evolution at every epoch's start (local backend; verl: in the one verl run)")
     e.add_argument("--evolve", action="store_true", help="at the start of every epoch (--evolve-every updates) evolve "
                    "the harness under the dual-rate gate against the policy being trained, then train on it frozen")
     e.add_argument("--evolve-every", type=int, default=5, metavar="N", help="updates per epoch (default 5)")
@@ -138,11 +138,6 @@ def _add_verl_args(p: argparse.ArgumentParser) -> None:
     v.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="verl: extra Hydra override")
     v.add_argument("--val-tasks", type=int, default=0, metavar="N", help="verl: hold N tasks of the selection out of "
                    "training as the validation pool (default 0: verl's validation off)")
-
-
-VERL_EVOLVE = ("--evolve is not yet supported with --backend verl: verl's trainer owns the epoch loop and nothing "
-               "replaces its agent loop's harness between epochs yet. Use --backend local --evolve, or evolve first "
-               "(ha evolve run ... --out DIR) and train on the frozen harness: --backend verl --harness DIR/harness.yaml")
 
 
 def resolve_harness(ref: str) -> Any:
@@ -187,7 +182,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         spec = spec.with_limits(max_turns=args.max_turns)
     out = Path(args.out)
     if args.backend == "verl":
-        return _train_verl(args, tasks, spec, out)
+        return _train_verl(args, tasks, spec, out, evolve_config)
     _need_torch()
     from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, train
 
@@ -225,8 +220,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 VERL_REFUSED = {  # local-backend flags, and why verl cannot take them
-    "skill_teacher": "--skill-teacher runs at the local backend's epoch boundaries; verl's trainer owns its loop (see "
-                     "examples/verl-swebench-verified for epochs around it)",
     "freeze_policy": "--freeze-policy is a local-backend measurement (rollouts without updates); with verl, evaluate "
                      "the model with ha eval instead",
     "optimizer_from": "--optimizer-from reads a local-backend checkpoint (trainer.pt); verl restores its own optimizer "
@@ -236,9 +229,8 @@ VERL_REFUSED = {  # local-backend flags, and why verl cannot take them
 }
 
 
-def _train_verl(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> int:
-    if args.evolve:
-        raise ValueError(VERL_EVOLVE)
+def _train_verl(args: argparse.Namespace, tasks: list, spec: Any, out: Path, evolve_config: Any = None) -> int:
+    coevolution = _verl_coevolution(args, spec, out, evolve_config) if evolve_config is not None else None
     for flag, why in VERL_REFUSED.items():
         if getattr(args, flag):
             raise ValueError(why)
@@ -255,7 +247,36 @@ def _train_verl(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> 
 
     args.context_tokens = resolve_context(args.model, args.context_tokens)  # the model is a local directory
     _claim(args, tasks, spec, out)
-    return launch(args, tasks, spec, out)
+    return launch(args, tasks, spec, out, coevolution)
+
+
+def _verl_coevolution(args: argparse.Namespace, spec: Any, out: Path, evolve: Any) -> Any:
+    """``--evolve`` / ``--skill-teacher`` with verl: the settings checked now (as the local backend's
+    ``CoEvolveConfig``), and the writer of the plan verl's trainer process reads
+    (``ha_evolve.verl_coevolution``), given the training tasks once the validation pool is held out."""
+    from dataclasses import asdict
+
+    from ha_agents.train.verl_launch import _task_source
+    from ha_evolve.coevolution import CoEvolveConfig
+    from ha_evolve.proposers import ProposerOptions, make_proposer
+    from ha_evolve.verl_coevolution import VerlCoEvolvePlan, write_plan
+
+    options = ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or "")
+    config = CoEvolveConfig(every=args.evolve_every, proposer=args.proposer if args.evolve else None,
+                            proposer_options=options, evolve=evolve, skill_teacher=args.skill_teacher,
+                            model_label=str(args.model)).validate()
+    if config.proposer is not None:
+        make_proposer(config.proposer, options)  # an unknown proposer or a missing teacher fails here
+
+    def compose(train_tasks: list, verl_dir: Path) -> list[str]:
+        plan = VerlCoEvolvePlan(out=str(out.resolve()), task_source=_task_source(args),
+                                instances=[t.instance_id for t in train_tasks], harness=spec.to_dict(),
+                                every=config.every, proposer=config.proposer, proposer_options=asdict(options),
+                                evolve=asdict(evolve), skill_teacher=config.skill_teacher,
+                                model_label=config.model_label, sandbox=args.sandbox, env_placement=args.env_placement)
+        return write_plan(verl_dir / "coevolution.json", plan)
+
+    return compose
 
 
 def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> Any:

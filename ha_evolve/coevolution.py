@@ -59,10 +59,14 @@ class CoEvolution:
     skills). Evolution logs go to ``OUT/evolve``, skills to ``OUT/skills/epoch-N``."""
 
     def __init__(self, tasks: list[Any], out: str | Path, episodes: EpisodeConfig, config: CoEvolveConfig,
-                 ledger: RolloutLedger | None = None, progress: Callable[[str], None] | None = None):
+                 ledger: RolloutLedger | None = None, progress: Callable[[str], None] | None = None,
+                 collector: Callable[..., list[Any]] | None = None):
+        """``collector``: what runs the epoch start's rollouts (``collect``'s signature; default
+        ``collect`` with ``trainer.client()``; verl's co-evolution passes its agent-loop manager's)."""
         self.tasks, self.out, self.episodes = tasks, Path(out), episodes
         self.config = config.validate()
         self.ledger = ledger or RolloutLedger()
+        self.collector = collector
         self.epochs = config.evolve.epochs
         """Epochs planned (``train`` sets it from the updates): the plan states the run's bound."""
         self.progress = progress or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -91,7 +95,7 @@ class CoEvolution:
             return spec, 0, skills
         evo = Evolution(self.out / "evolve", self.tasks, trainer.client(), replace(self.episodes, harness=spec),
                         self.proposer, replace(self.config.evolve, epoch=epoch, epochs=self.epochs), skills=skills,
-                        progress=self.progress,
+                        progress=self.progress, collector=self.collector,
                         policy_version=(f"{self.config.model_label}@update-{trainer.step}"
                                         if hasattr(trainer, "step") else None))
         new = evo.run()
@@ -109,7 +113,7 @@ class CoEvolution:
         where = self.out / "skills" / f"epoch-{epoch}"
         config = replace(self.episodes, harness=spec, seed=self.config.evolve.seed * 1000 + epoch)
         skills, prep = teach_skills(self.teacher, self.tasks, trainer.client(), config, self.config.evolve.group_size,
-                                    where, workers=self.config.evolve.workers)
+                                    where, workers=self.config.evolve.workers, collector=self.collector)
         self.ledger.add("preparation", len(prep))
         self.progress(f"epoch {epoch}: {len(skills)} of {len(self.tasks)} tasks got a skill (screened; reports in "
                       f"{where / 'skills.jsonl'})")

@@ -191,14 +191,17 @@ class Evolution:
                  proposer: Proposer, config: EvolveConfig = EvolveConfig(),
                  smoke_task: Task | None = None,
                  progress: Callable[[str], None] | None = None, skills: dict[str, str] | None = None,
-                 policy_version: str | None = None) -> None:
+                 policy_version: str | None = None, collector: Callable[..., list[Any]] | None = None) -> None:
         """``agent``: a model spec, or (threads) a client object such as a trainer's in-process policy;
         ``start``: the run's ``EpisodeConfig`` (its harness is where evolution starts; its sandbox, env
         placement and options, token mode and sampling are alike on both sides of every comparison,
         the seeds the round's), or a harness (preset, file, spec) with the default config;
         ``skills``: instance id -> skill, shown alike to both sides of every comparison;
         ``policy_version``: names the agent's weights, the same exactly when they are (None: they may
-        change unseen, nothing is reused); an earlier epoch's rollouts of the same draw are reused."""
+        change unseen, nothing is reused); an earlier epoch's rollouts of the same draw are reused;
+        ``collector``: what runs a batch of rollouts, called as ``ha_agents.runs.rollouts.collect``
+        (default: that function; verl's co-evolution passes its agent-loop manager's, so the gate
+        sees the rollouts training sees)."""
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.tasks, self.agent, self.proposer = tasks, agent, proposer
@@ -207,6 +210,7 @@ class Evolution:
         self.episodes = EpisodeConfig.of(start)
         self.skills = dict(skills or {})
         self.policy_version = policy_version
+        self.collector = collector or collect
         self.ran = 0
         """Rollouts this object ran (reused ones not counted)."""
         self._spent_s, self._batch_ran = 0.0, 0  # batches run here: their seconds and rollouts (the ETA's pace)
@@ -250,7 +254,7 @@ class Evolution:
             self.ran += 1
 
         t0, before = time.monotonic(), self.ran
-        records = collect(tasks, cfg.group_size, self.agent, episodes, out=out, workers=cfg.workers,
+        records = self.collector(tasks, cfg.group_size, self.agent, episodes, out=out, workers=cfg.workers,
                           executor=cfg.executor, progress_bar=False, skills=self.skills, on_record=count)
         self.say(self._batch_line(rnd, stream, spec, self.ran - before, time.monotonic() - t0))
         if key is not None:

@@ -311,18 +311,20 @@ class SkillTeacher:
 
 
 def teach_skills(teacher: SkillTeacher, tasks: list[Task], model: Any, config: Any, group_size: int,
-                 out: str | Path, workers: int = 2) -> tuple[dict[str, str], list[dict[str, Any]]]:
+                 out: str | Path, workers: int = 2, collector: Any = None) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """One epoch's skills, as the method makes them: ``group_size`` preparation rollouts per task
     of ``model`` under ``config`` (an ``EpisodeConfig``: the current harness, no skill), then the
     teacher on each task's pair. Returns (instance id -> screened skill, the preparation records);
-    every report, kept or screened out, goes to ``out/skills.jsonl``."""
+    every report, kept or screened out, goes to ``out/skills.jsonl``. ``collector``: what runs the
+    preparation rollouts (``collect``'s signature; default ``collect``)."""
     import json
     from collections import defaultdict
 
     from ha_agents.runs.rollouts import collect
 
     out = Path(out)
-    records = collect(tasks, group_size, model, config, out=out / "preparation", workers=workers, progress_bar=False)
+    records = (collector or collect)(tasks, group_size, model, config, out=out / "preparation", workers=workers,
+                                     progress_bar=False)
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by_task[r["instance_id"]].append(r)

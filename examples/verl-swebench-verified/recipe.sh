@@ -5,19 +5,19 @@
 #
 #   bash examples/verl-swebench-verified/recipe.sh              # the whole run
 #   DRY_RUN=1 bash examples/verl-swebench-verified/recipe.sh    # print every command; write verl's
-#                                                               # files for epoch 1; launch nothing
+#                                                               # files; launch nothing
 #
-# One epoch, as the method describes it (ha train --backend verl --evolve refuses: verl's trainer
-# owns its epoch loop, so the epochs are this script's loop):
-#   1. serve the current weights with vLLM (OpenAI-compatible), so the evolution gate samples the
-#      policy being trained;
-#   2. ha evolve run: up to EVOLVE_ROUNDS rounds of propose -> validate -> compare (both sides on the
-#      same tasks with common seeds) -> gate; its harness.yaml is the epoch's harness, frozen;
-#   3. ha train --backend verl on that harness for UPDATES_PER_EPOCH updates (the paper's GRPO:
-#      n=4, no std normalisation, lr 1e-6 constant, token-mean loss, truncated rollouts dropped);
-#   4. merge verl's last actor checkpoint into a Hugging Face directory: the next epoch's policy.
-# Then the final model-harness pair is evaluated on SWE-bench Verified (3 runs) and compared with
-# the start (ha compare: paired bootstrap CI over instances).
+# 1. One verl run (ha train --backend verl --evolve): EPOCHS x UPDATES_PER_EPOCH GRPO updates (the
+#    paper's: n=4, no std normalisation, lr 1e-6 constant, token-mean loss, truncated rollouts
+#    dropped). At every epoch's start, inside verl's trainer process, with the weights about to be
+#    trained: the skill teacher (SKILL_TEACHER, optional), then up to EVOLVE_ROUNDS rounds of propose
+#    -> validate -> compare -> gate whose rollouts come from verl's own agent loop (the same token
+#    mode, sampling and workers as training). The accepted harness reaches every agent-loop worker
+#    through the harness board, no restart; the optimizer, its moments and the step counters run on.
+# 2. Merge verl's last actor checkpoint into a Hugging Face directory: the final weights; the final
+#    harness is OUT/train/harness.yaml.
+# 3. Evaluate the final model-harness pair on SWE-bench Verified (3 runs) and the start, and compare
+#    them (ha compare: paired bootstrap CI over instances).
 set -euo pipefail
 
 : "${MODEL:=Qwen/Qwen3-8B}"              # a local HF directory (or a hub name the nodes can read)
@@ -33,15 +33,16 @@ set -euo pipefail
 : "${PROPOSER:=rule}"                    # rule | llm (TEACHER=openai:NAME@URL) | cli (TEACHER_COMMAND=...)
 : "${TEACHER:=}"
 : "${TEACHER_COMMAND:=}"
+: "${SKILL_TEACHER:=}"                   # a model spec (openai:NAME@URL): a screened skill per task per epoch
 : "${TRAIN_BENCHMARK:=r2e}"              # R2E-Gym-Lite from the hub, or TRAIN_DATA=FILE
 : "${TRAIN_DATA:=}"
 : "${EVAL_BENCHMARK:=verified}"
 : "${EVAL_DATA:=}"
 : "${GPUS_PER_NODE:=8}"
 : "${NNODES:=1}"
-: "${VLLM_TP:=2}"                        # tensor parallel size of the serving instance (steps 1 and 5)
+: "${VLLM_TP:=2}"                        # tensor parallel size of vLLM, in training and for the evaluation
 : "${VLLM_PORT:=8000}"
-: "${WORKERS:=64}"                       # episodes in flight for ha evolve / ha eval (Docker sandboxes)
+: "${WORKERS:=64}"                       # episodes in flight for ha eval (Docker sandboxes)
 : "${DRY_RUN:=0}"
 : "${HA:=ha}"                            # the CLI (python -m ha_cli.main works too)
 
@@ -85,45 +86,38 @@ TEACHER_FLAGS=()
 if [[ -n "$TEACHER" ]]; then TEACHER_FLAGS+=(--teacher "$TEACHER"); fi
 if [[ -n "$TEACHER_COMMAND" ]]; then TEACHER_FLAGS+=(--teacher-command "$TEACHER_COMMAND"); fi
 
-current_model="$MODEL"
-current_harness="$START_HARNESS"
-for epoch in $(seq 1 "$EPOCHS"); do
-  ep="$OUT/epoch-$epoch"
-  # 1-2. evolve the harness against the policy as it is now
-  start_server "$current_model"
-  run "$HA" evolve run "${TRAIN_SRC[@]}" --shuffle --shuffle-seed "$epoch" --limit "$EVOLVE_TASKS" \
-      --model "$POLICY_URL" --harness "$current_harness" --proposer "$PROPOSER" "${TEACHER_FLAGS[@]}" \
-      --rounds "$EVOLVE_ROUNDS" --group-size "$GROUP" --temperature 1 --seed "$epoch" --epoch "$epoch" \
-      --sandbox docker --workers "$WORKERS" --out "$ep/evolve"
-  stop_server
-  if [[ "$DRY_RUN" != 1 ]]; then current_harness="$ep/evolve/harness.yaml"; fi
-  # 3. GRPO on the frozen harness
-  train=("$HA" train --backend verl "${TRAIN_SRC[@]}" --exclude-benchmark "$EVAL_BENCHMARK" --model "$current_model"
-         --harness "$current_harness" --updates "$UPDATES_PER_EPOCH" --tasks-per-update "$TASKS_PER_UPDATE"
-         --group-size "$GROUP" --lr 1e-6 --temperature 1 --context-tokens 32768 --max-turns 60
-         --sandbox docker --rollout-engine vllm --gpus-per-node "$GPUS_PER_NODE" --nnodes "$NNODES"
-         --save-every "$UPDATES_PER_EPOCH" --seed "$epoch" --out "$ep/train"
-         --override "actor_rollout_ref.rollout.tensor_model_parallel_size=$VLLM_TP"
-         --override "actor_rollout_ref.actor.fsdp_config.param_offload=false"
-         --override "actor_rollout_ref.model.enable_gradient_checkpointing=true"
-         --override "actor_rollout_ref.actor.ulysses_sequence_parallel_size=4"
-         --override "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768"
-         --override "actor_rollout_ref.actor.use_dynamic_bsz=true"
-         --override "trainer.max_actor_ckpt_to_keep=1"
-         --override "trainer.experiment_name=$(basename "$OUT")-epoch-$epoch")
-  if [[ "$DRY_RUN" == 1 ]]; then
-    printf '$'; printf ' %q' "${train[@]}" --dry-run; printf '\n'
-    if [[ "$epoch" == 1 ]]; then "${train[@]}" --dry-run; fi
-  else
-    "${train[@]}"
-  fi
-  # 4. the next epoch's policy: verl's last actor checkpoint as a Hugging Face directory
-  run python -m verl.model_merger merge --backend fsdp \
-      --local_dir "$ep/train/checkpoints/global_step_$UPDATES_PER_EPOCH/actor" --target_dir "$ep/model"
-  if [[ "$DRY_RUN" != 1 ]]; then current_model="$ep/model"; fi
-done
+if [[ -n "$SKILL_TEACHER" ]]; then TEACHER_FLAGS+=(--skill-teacher "$SKILL_TEACHER"); fi
+UPDATES=$((EPOCHS * UPDATES_PER_EPOCH))
 
-# 5. the deliverable, (weights, harness), on SWE-bench Verified; and the start for the paired CI
+# 1. one verl run: GRPO, and at every epoch's start skills, evolution and the gate on verl's rollouts
+train=("$HA" train --backend verl "${TRAIN_SRC[@]}" --exclude-benchmark "$EVAL_BENCHMARK" --model "$MODEL"
+       --harness "$START_HARNESS" --updates "$UPDATES" --tasks-per-update "$TASKS_PER_UPDATE"
+       --group-size "$GROUP" --lr 1e-6 --temperature 1 --context-tokens 32768 --max-turns 60
+       --evolve --evolve-every "$UPDATES_PER_EPOCH" --evolve-rounds "$EVOLVE_ROUNDS" --evolve-group-size "$GROUP"
+       --gate-tasks "$EVOLVE_TASKS" --proposer "$PROPOSER" "${TEACHER_FLAGS[@]}"
+       --sandbox docker --rollout-engine vllm --gpus-per-node "$GPUS_PER_NODE" --nnodes "$NNODES"
+       --save-every "$UPDATES_PER_EPOCH" --seed 0 --out "$OUT/train"
+       --override "actor_rollout_ref.rollout.tensor_model_parallel_size=$VLLM_TP"
+       --override "actor_rollout_ref.actor.fsdp_config.param_offload=false"
+       --override "actor_rollout_ref.model.enable_gradient_checkpointing=true"
+       --override "actor_rollout_ref.actor.ulysses_sequence_parallel_size=4"
+       --override "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768"
+       --override "actor_rollout_ref.actor.use_dynamic_bsz=true"
+       --override "trainer.max_actor_ckpt_to_keep=1"
+       --override "trainer.experiment_name=$(basename "$OUT")")
+if [[ "$DRY_RUN" == 1 ]]; then
+  printf '$'; printf ' %q' "${train[@]}" --dry-run; printf '\n'
+  "${train[@]}" --dry-run
+else
+  "${train[@]}"
+fi
+# 2. the final weights: verl's last actor checkpoint as a Hugging Face directory; the final harness
+run python -m verl.model_merger merge --backend fsdp \
+    --local_dir "$OUT/train/checkpoints/global_step_$UPDATES/actor" --target_dir "$OUT/model"
+current_model="$OUT/model"
+current_harness="$OUT/train/harness.yaml"   # written at every epoch's start: the harness training ran on last
+
+# 3. the deliverable, (weights, harness), on SWE-bench Verified; and the start for the paired CI
 for pair in "final|$current_model|$current_harness" "start|$MODEL|$START_HARNESS"; do
   IFS='|' read -r name model harness <<< "$pair"
   start_server "$model"

@@ -16,6 +16,10 @@ written to ``<out>/verl/``, then ``python -m verl.trainer.main_ppo`` launched wi
   ``verl_advantage``'s (the group baseline over the rollouts that carry a gradient, as the local
   backend's), registered in verl's Ray workers by a setup hook.
 
+With ``--evolve`` / ``--skill-teacher``, also ``coevolution.json`` (the plan verl's trainer process
+reads: ``ha_evolve.verl_coevolution``) and its overrides (verl's sync trainer, the co-evolving
+agent-loop manager), and the agent loop reads the harness board.
+
 ``--dry-run`` writes the files and prints the command without verl, a GPU or a cluster.
 """
 
@@ -29,7 +33,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ha_envs.env import MAX_TURNS
 from ha_envs.harness import HarnessSpec
@@ -40,9 +44,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def agent_loop_yaml(path: Path, harness: HarnessSpec, tasks: dict[str, Any], sandbox: str = "local",
-                    truncated: str = "drop", max_turns: int | None = None, env: str = "local") -> Path:
+                    truncated: str = "drop", max_turns: int | None = None, env: str = "local",
+                    board: str | None = None) -> Path:
     """verl's agent-loop YAML for our loop; ``env``: ``local`` (the env in verl's agent-loop worker)
-    or ``ray`` (an actor on a node with sandbox slots: policy on GPU nodes, sandboxes on CPU nodes)."""
+    or ``ray`` (an actor on a node with sandbox slots: policy on GPU nodes, sandboxes on CPU nodes);
+    ``board``: the harness board's name (``verl_board``), read at every episode's start."""
     import yaml
 
     entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": "ha_agents.train.verl_loop.HarnessAgentLoop",
@@ -50,6 +56,8 @@ def agent_loop_yaml(path: Path, harness: HarnessSpec, tasks: dict[str, Any], san
                              "env": env}
     if max_turns:
         entry["max_turns"] = max_turns
+    if board:
+        entry["board"] = board
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump([entry], sort_keys=False))
     return path
@@ -145,10 +153,16 @@ def split_validation(tasks: list[Task], n: int, seed: int = 0) -> tuple[list[Tas
     return [t for t in tasks if t.instance_id not in held], [t for t in tasks if t.instance_id in held]
 
 
-def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: Path) -> int:
+def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: Path,
+           coevolution: Callable[[list[Task], Path], list[str]] | None = None) -> int:
+    """``coevolution``: given the training tasks and the verl directory, writes the co-evolution
+    plan and returns its overrides (``ha train --evolve``; the agent loop then reads the harness board)."""
+    from .verl_board import BOARD_NAME
+
     d = out / "verl"
     loop_yaml = agent_loop_yaml(d / "agent_loop.yaml", spec, _task_source(args), args.sandbox, args.truncated,
-                                args.max_turns or MAX_TURNS, env=getattr(args, "env_placement", "local") or "local")
+                                args.max_turns or MAX_TURNS, env=getattr(args, "env_placement", "local") or "local",
+                                board=BOARD_NAME if coevolution is not None else None)
     tasks, held_out = split_validation(tasks, getattr(args, "val_tasks", 0) or 0, args.seed)
     train_file = write_dataset(tasks, d / "train.parquet")
     val_file = write_dataset(held_out, d / "val.parquet") if held_out else None
@@ -158,11 +172,15 @@ def launch(args: argparse.Namespace, tasks: list[Task], spec: HarnessSpec, out: 
                                 gpus_per_node=args.gpus_per_node, nnodes=args.nnodes, norm_std=args.norm_adv_by_std,
                                 loss_agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef,
                                 temperature=args.temperature, val_file=val_file,
-                                save_every=args.save_every) + list(args.override)
+                                save_every=args.save_every)
+    overrides += (coevolution(tasks, d) if coevolution is not None else []) + list(args.override)
     (d / "overrides.txt").write_text("\n".join(overrides) + "\n")
     if len(tasks) < args.tasks_per_update:
         print(f"warning: {args.tasks_per_update} tasks per update but the dataset has {len(tasks)}: verl's loader "
               f"would form no batch; pass --tasks-per-update {len(tasks)} or more tasks", file=sys.stderr)
+    if coevolution is not None:
+        print(f"co-evolution: {d / 'coevolution.json'} (at every epoch's start, in the trainer process; the "
+              f"accepted harness reaches the agent loops through the board {BOARD_NAME!r})")
     print(f"agent loop: {loop_yaml}\ndataset: {train_file} ({len(tasks)} tasks)\n"
           + (f"validation: {val_file} ({len(held_out)} held-out tasks)\n" if val_file else
              "validation: off (pass --val-tasks N to hold out a pool)\n") + f"overrides: {d / 'overrides.txt'}")

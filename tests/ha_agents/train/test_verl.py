@@ -95,7 +95,7 @@ def test_adapter_episode_is_token_faithful_and_rewarded(model_dir, tmp_path):
     assert out.reward_score == 1.0
     assert out.extra_fields["reward_extra_info"] == {"resolved": 1.0, "truncated": 0.0, "termination": "submitted",
                                                      "mask_sample": 0.0, "harness_hash": TRAIN_HARNESS.hash, "turns": 3.0,
-                                                     "env_node": ""}
+                                                     "env_node": "", "harness_version": 0.0, "skill": 0.0, "episode": ""}
     # one request id for the episode; each call's max_tokens is the response budget left
     assert len({c["request_id"] for c in server.calls}) == 1 and len(server.calls) == 3
     assert server.calls[0]["max_tokens"] == 6000

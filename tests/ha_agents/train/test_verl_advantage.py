@@ -79,14 +79,14 @@ def test_the_setup_hook_registers_the_estimator_in_rays_workers():
         ray.shutdown()
 
 
-def test_verl_refuses_evolve_and_validates_on_a_held_out_pool(tmp_path, capsys):
+def test_verl_checks_evolve_settings_first_and_validates_on_a_held_out_pool(tmp_path, capsys):
     pytest.importorskip("pyarrow")
     from ha_cli.main import main
 
     base = ["train", "--backend", "verl", "--dry-run", "--model", str(tmp_path / "m"), "--suite", "mini", "--limit", "4"]
-    assert main(base + ["--evolve", "--out", str(tmp_path / "e")]) == 2
+    assert main(base + ["--evolve", "--evolve-every", "0", "--out", str(tmp_path / "e")]) == 2
     err = capsys.readouterr().err
-    assert "--evolve is not yet supported with --backend verl" in err and "--backend local --evolve" in err
+    assert "the epoch length (--evolve-every) must be at least 1 update" in err
     assert not (tmp_path / "e").exists()
     out = tmp_path / "v"
     assert main(base + ["--val-tasks", "1", "--tasks-per-update", "3", "--out", str(out)]) == 0

@@ -1,5 +1,5 @@
 """The GPU recipe (examples/verl-swebench-verified/recipe.sh) in its dry run, as CI can run it: the
-script goes end to end without a GPU, every `ha` command it prints parses with the CLI's parser and
+script (one verl run with co-evolution, the merge, the evaluation) goes end to end without a GPU, every `ha` command it prints parses with the CLI's parser and
 carries the settings the README promises, and the verl overrides it writes compose with verl
 0.9.1's own Hydra configuration."""
 
@@ -30,23 +30,25 @@ def test_the_recipe_dry_run_composes(tmp_path):
     for argv in lines:
         key = " ".join(argv[1:3]) if argv[0] == str(ha) else argv[0] if argv[0] != "python" else argv[2]
         by_tool.setdefault(key, []).append(argv)
-    assert len(by_tool["evolve run"]) == 2 and len(by_tool["train --backend"]) == 2
-    assert len(by_tool["vllm"]) == 4 and len(by_tool["verl.model_merger"]) == 2 and len(by_tool["eval --benchmark"]) == 2
+    assert "evolve run" not in by_tool and len(by_tool["train --backend"]) == 1  # one verl run, no epoch loop
+    assert len(by_tool["vllm"]) == 2 and len(by_tool["verl.model_merger"]) == 1 and len(by_tool["eval --benchmark"]) == 2
     parser = build_parser()
     for argv in (a for a in lines if a[0] == str(ha)):
         parser.parse_args(argv[1:])  # a flag the CLI does not know exits here
-    evo = parser.parse_args(by_tool["evolve run"][0][1:])
-    assert (evo.rounds, evo.group_size, evo.temperature, evo.sandbox, evo.epoch) == (5, 4, 1.0, "docker", 1)
-    assert evo.model.startswith("openai:policy@http://127.0.0.1:8000/v1")
     tr = parser.parse_args(by_tool["train --backend"][0][1:])
     assert (tr.backend, tr.exclude_benchmark, tr.sandbox, tr.dry_run, tr.updates, tr.save_every) == (
-        "verl", "verified", "docker", True, 20, 20)
-    assert any(a[-1] == "--dry-run" for a in by_tool["train --backend"])
+        "verl", "verified", "docker", True, 40, 20)
+    assert (tr.evolve, tr.evolve_every, tr.evolve_rounds, tr.evolve_group_size, tr.gate_tasks, tr.proposer) == (
+        True, 20, 5, 4, 46, "rule")
+    assert by_tool["verl.model_merger"][0][-3].endswith("train/checkpoints/global_step_40/actor")
+    final = [a for a in by_tool["eval --benchmark"] if a[a.index("--out") + 1].endswith("eval-final")][0]
+    assert final[final.index("--harness") + 1] == str(out / "train" / "harness.yaml")
     ev = parser.parse_args(by_tool["eval --benchmark"][0][1:])
     assert (ev.benchmark, ev.runs, ev.sandbox) == ("verified", 3, "docker")
     assert "task pool: 5 of 5 (none is a verified instance" in proc.stderr
 
-    ov = (out / "epoch-1" / "train" / "verl" / "overrides.txt").read_text().split()
+    ov = (out / "train" / "verl" / "overrides.txt").read_text().split()
+    assert "trainer.use_v1=false" in ov and f"+harnessadapt.coevolution={out / 'train' / 'verl' / 'coevolution.json'}" in ov
     from hydra import compose, initialize_config_dir
     import verl
 
@@ -57,8 +59,9 @@ def test_the_recipe_dry_run_composes(tmp_path):
     assert cfg.algorithm.adv_estimator == "harnessadapt_grpo" and a.rollout.n == 4 and a.rollout.name == "vllm"
     assert a.rollout.tensor_model_parallel_size == 2 and a.actor.ulysses_sequence_parallel_size == 4
     assert a.model.enable_gradient_checkpointing and a.actor.use_dynamic_bsz
-    assert cfg.trainer.save_freq == 20 and cfg.trainer.total_training_steps == 20 and cfg.trainer.n_gpus_per_node == 8
-    assert cfg.trainer.experiment_name == "run-epoch-1" and cfg.trainer.max_actor_ckpt_to_keep == 1
+    assert cfg.trainer.save_freq == 20 and cfg.trainer.total_training_steps == 40 and cfg.trainer.n_gpus_per_node == 8
+    assert cfg.trainer.experiment_name == "run" and cfg.trainer.max_actor_ckpt_to_keep == 1
+    assert cfg.actor_rollout_ref.rollout.agent.agent_loop_manager_class == "ha_evolve.verl_manager.CoEvolvingAgentLoopManager"
     assert cfg.data.max_prompt_length + cfg.data.max_response_length == 32768  # Qwen3-8B without rope scaling
 
 

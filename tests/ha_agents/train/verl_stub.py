@@ -32,7 +32,8 @@ class ScriptedServer:
         turn = self._turn.get(request_id, 0)
         self._turn[request_id] = turn + 1
         self.calls.append({"request_id": request_id, "prompt_len": len(prompt_ids),
-                           "max_tokens": sampling_params.get("max_tokens"), "turn": turn})
+                           "max_tokens": sampling_params.get("max_tokens"), "turn": turn,
+                           "seed": sampling_params.get("seed")})
         if self.fail_at is not None and turn == self.fail_at:
             raise ConnectionError("the rollout server went away")
         text = self.script[min(turn, len(self.script) - 1)]
