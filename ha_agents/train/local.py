@@ -36,9 +36,9 @@ from __future__ import annotations
 import json
 import math
 import random
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
@@ -85,6 +85,10 @@ class LocalConfig:
     def validate(self) -> "LocalConfig":
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; use {', '.join(DTYPES)}")
+        if self.dtype == "fp16" and not self.lora_rank:
+            raise ValueError("--dtype fp16 needs --lora-rank R: full fine-tuning in fp16 has no loss scaling and no fp32 "
+                             "master weights here, and AdamW's epsilon (1e-8) is 0 in fp16 (updates turn NaN); use "
+                             "--dtype bf16, or a LoRA adapter (kept in fp32)")
         if self.lora_rank < 0:
             raise ValueError(f"the LoRA rank must be 0 (full fine-tuning) or positive, got {self.lora_rank}")
         if self.lora_rank == 0 and (self.lora_alpha is not None or self.lora_targets or self.merge_on_save):

@@ -104,12 +104,25 @@ def test_lora_targets_are_checked_against_the_model(tiny_model):
         LocalTrainer(tiny_model, LocalConfig(lora_alpha=8.0))
     with pytest.raises(ValueError, match="unknown dtype 'fp8'"):
         LocalTrainer(tiny_model, LocalConfig(dtype="fp8"))
+    with pytest.raises(ValueError, match="--dtype fp16 needs --lora-rank R"):  # AdamW's eps is 0 in fp16
+        LocalTrainer(tiny_model, LocalConfig(dtype="fp16"))
     tr = LocalTrainer(tiny_model, LocalConfig(lora_rank=4, lora_targets=("q_proj", "v_proj")))
     wrapped = {n.rsplit(".", 1)[-1] for n, m in tr.model.named_modules() if hasattr(m, "lora_A")}
     assert wrapped == {"q_proj", "v_proj"}
     default = LocalTrainer(tiny_model, LocalConfig(lora_rank=4))
     wrapped = {n.rsplit(".", 1)[-1] for n, m in default.model.named_modules() if hasattr(m, "lora_A")}
     assert wrapped == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def test_fp16_lora_updates_and_samples(tiny_model):
+    from ha_agents.train.local import LocalConfig, LocalTrainer
+
+    tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-2, dtype="fp16", lora_rank=4, seed=0))
+    assert {p.dtype for p in tr.model.parameters() if not p.requires_grad} == {torch.float16}
+    for _ in range(3):
+        m = tr.update(_with_rollout_logprobs(tr, _samples()))
+        assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["grad_norm"] > 0
+    assert len(tr.client().complete([], [], prompt_ids=list(range(20, 40)), max_tokens=5).token_ids) >= 1
 
 
 def test_lora_kl_reference_is_the_base_model_with_the_adapter_off(tiny_model):
