@@ -9,7 +9,11 @@
    Ours also runs a GRPO group's shared prompt once (prefix sharing). Both compute the same update
    (``tests/ha_agents/test_train.py`` checks they agree).
 
+3. ``--sizes``: update-step time and peak memory (RSS) of the local trainer in fp32 full, bf16 full
+   and bf16 + LoRA on SmolLM2-135M-Instruct, side by side (``bench_train_size.py`` says how).
+
     python benchmarks/bench_train.py [--hidden 64] [--layers 2] [--updates 2] [--repeats 3]
+    OMP_NUM_THREADS=1 python benchmarks/bench_train.py --sizes [--model DIR] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -41,7 +45,14 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=2)
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sizes", action="store_true", help="only part 3: fp32 / bf16 / bf16 + LoRA on SmolLM2-135M")
+    ap.add_argument("--model", default=None, help="--sizes: a SmolLM2 model directory (default: convert the GGUF)")
     args = ap.parse_args()
+    if args.sizes:
+        from benchmarks.bench_train_size import report, run
+
+        report(run(args.model, args.repeats))
+        return
     import torch
 
     torch.set_num_threads(2)

