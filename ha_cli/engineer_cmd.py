@@ -25,6 +25,7 @@ from typing import Any
 from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
 from ha_cli.sampling import add_max_tokens, add_sampling_args
 from ha_cli.selection import add_source as _add_source
+from ha_cli.train_cmd import add_size_args
 from ha_cli.selection import select_tasks as _tasks
 
 
@@ -227,11 +228,24 @@ def cmd_sft_data(args: argparse.Namespace) -> int:
 
 
 def _local_trainer(args: argparse.Namespace) -> Any:
+    """The engineer on the local trainer, in its dtype, LoRA and checkpointing settings (``ha train``'s
+    flags: a 1–3B engineer in bf16 + LoRA on one GPU); the memory estimate printed first."""
     from ha_agents.train.local import LocalConfig, LocalTrainer
 
-    return LocalTrainer(args.engineer, LocalConfig(lr=args.lr, temperature=args.engineer_temperature or 1.0,
-                                                   max_tokens=args.max_tokens,
-                                                   context_tokens=args.context_tokens, seed=args.engineer_seed))
+    from .train_cmd import size_settings
+
+    config = LocalConfig(lr=args.lr, temperature=args.engineer_temperature or 1.0, max_tokens=args.max_tokens,
+                         context_tokens=args.context_tokens, seed=args.engineer_seed, **size_settings(args)).validate()
+    trainer = LocalTrainer(args.engineer, config)
+    print(trainer.memory_estimate().line(), file=sys.stderr, flush=True)
+    return trainer
+
+
+def _save_merged(trainer: Any, out: Path) -> None:
+    """With LoRA (and no ``--merge``), the engineer as a plain model directory at ``out`` too."""
+    if getattr(trainer, "peft", None) is not None and not trainer.config.merge_on_save:
+        trainer.save_merged(out)
+        print(f"merged the LoRA adapter into {out}", file=sys.stderr)
 
 
 def cmd_sft(args: argparse.Namespace) -> int:
@@ -255,6 +269,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     losses = trainer.sft(samples, epochs=args.epochs)
     out = Path(args.out)
     trainer.save(out)
+    _save_merged(trainer, out / "model")
     (out / "sft.json").write_text(json.dumps({"data": str(Path(args.data).resolve()), "samples": len(samples),
                                               "epochs": args.epochs, "lr": args.lr, "losses": losses}, indent=1))
     print(f"SFT on {len(samples)} demonstrations, {args.epochs} epochs: loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
@@ -267,6 +282,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ha_agents.train.driver import TrainConfig, train
     from ha_evolve.harness_r1.engineer import EngineerSource, batch_items
 
+    if args.backend == "verl":
+        from .train_cmd import VERL_REFUSED
+
+        for flag in ("dtype", "lora_rank", "gradient_checkpointing", "merge"):
+            if getattr(args, flag):
+                raise ValueError(VERL_REFUSED[flag])
     data = _batches(args.batches)
     if args.backend == "verl":
         return _train_verl(args, data)
@@ -285,6 +306,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     history = train(trainer, items, config, Path(args.out) / "engineer", resume=args.resume, on_update=show,
                     source=source)
+    if (Path(args.out) / "engineer" / "checkpoint").is_dir():
+        _save_merged(trainer, Path(args.out) / "engineer" / "checkpoint" / "model")
     print(f"{len(history)} updates -> {Path(args.out) / 'engineer' / 'metrics.jsonl'}; "
           f"the engineer: {Path(args.out) / 'engineer' / 'checkpoint' / 'model'}")
     return 0
@@ -413,6 +436,7 @@ def _add_engineer(p: argparse.ArgumentParser, local: bool) -> None:
         g.add_argument("--lr", type=float, default=1e-6, help="learning rate (the method's GRPO: 1e-6)")
         add_max_tokens(g, 512)
         g.add_argument("--context-tokens", type=int, default=32768)
+        add_size_args(p)
     g.add_argument("--engineer-temperature", type=float, default=None,
                    help="the engineer's sampling temperature (train: default 1.0)")
     g.add_argument("--engineer-seed", type=int, default=0, help="seeds the engineer's samples")

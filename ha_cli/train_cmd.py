@@ -101,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(its trainer.pt), usually the one whose weights --model points at (CHECKPOINT/model); "
                         "default: a fresh optimizer")
     p.add_argument("--no-progress", action="store_true")
-    _add_size_args(p)
+    add_size_args(p)
     add_preflight_arg(p)
     _add_evolution_args(p)
     _add_verl_args(p)
@@ -130,7 +130,7 @@ def _add_evolution_args(p: argparse.ArgumentParser) -> None:
     add_gate_args(p, tasks_default=46)
 
 
-def _add_size_args(p: argparse.ArgumentParser) -> None:
+def add_size_args(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("precision and size (local backend)")
     s.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default=None,
                    help="the weights' dtype (default fp32); a LoRA adapter stays fp32")
@@ -145,6 +145,14 @@ def _add_size_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--merge", action="store_true",
                    help="LoRA: every checkpoint also holds the merged plain model (checkpoint/model); without it "
                         "checkpoints hold the adapter (checkpoint/adapter) and the merged model is written at the end")
+
+
+def size_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``LocalConfig``'s precision and size fields from the flags of ``add_size_args`` (shared with
+    ``ha engineer sft|train``)."""
+    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()) if args.lora_targets else None
+    return {"dtype": args.dtype or "fp32", "lora_rank": args.lora_rank, "lora_alpha": args.lora_alpha,
+            "lora_targets": targets, "gradient_checkpointing": args.gradient_checkpointing, "merge_on_save": args.merge}
 
 
 def _add_verl_args(p: argparse.ArgumentParser) -> None:
@@ -328,13 +336,10 @@ def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) 
         _claim(args, tasks, spec, out, only_check=True)  # another run's folder: its differences, not this advice
         raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
     _claim(args, tasks, spec, out)
-    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()) if args.lora_targets else None
     config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
                          max_tokens=args.max_tokens, context_tokens=args.context_tokens, seed=args.seed,
                          loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef),
-                         dtype=args.dtype or "fp32", lora_rank=args.lora_rank, lora_alpha=args.lora_alpha,
-                         lora_targets=targets, gradient_checkpointing=args.gradient_checkpointing,
-                         merge_on_save=args.merge).validate()
+                         **size_settings(args)).validate()
     trainer = LocalTrainer(model, config)
     print(trainer.memory_estimate().line(), file=sys.stderr, flush=True)
     return trainer

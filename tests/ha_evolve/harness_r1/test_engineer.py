@@ -207,3 +207,31 @@ def test_ha_engineer_base_sft_data_eval_ablate_cli(tmp_path, capsys):
 def test_engineer_batch_items_name_their_batches():
     items = batch_items([["x", "y"]])
     assert items[0].instance_id == "batch-0000" and items[0].task_ids == ("x", "y")
+
+
+def test_ha_engineer_sft_in_lora_gives_an_adapter_and_a_plain_engineer(tmp_path, capsys):
+    """The cold start of a larger engineer (issue 43 item 4): `ha engineer sft` takes `ha train`'s
+    precision and size flags; with LoRA it prints the memory estimate (only the adapter trains), saves
+    the adapter, and writes the merged engineer as a plain model directory `--engineer` takes next.
+    verl's engineer GRPO refuses the local-only flags with the setting verl uses instead."""
+    from ha_agents.train.local import LocalConfig, LocalTrainer
+    from ha_cli.main import main
+
+    data = tmp_path / "sft.jsonl"
+    data.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"## Failures\nbatch {k}"}],
+                                        "reply": ADD, "reward": 1.0}) + "\n" for k in range(2)))
+    out = tmp_path / "cold"
+    assert main(["engineer", "sft", "--data", str(data), "--engineer", str(tmp_path / "eng"), "--init-model", "qwen",
+                 "--lora-rank", "4", "--lr", "1e-2", "--epochs", "3", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    estimate = next(line for line in err.splitlines() if line.startswith("memory estimate"))
+    assert "trainable" in estimate and (out / "adapter").is_dir(), err
+    merged = LocalTrainer(out / "model", LocalConfig())  # a plain model directory, no adapter needed
+    base = LocalTrainer(tmp_path / "eng", LocalConfig())
+    changed = [n for n, p in merged.model.named_parameters()
+               if not (p.detach() == dict(base.model.named_parameters())[n].detach()).all()]
+    assert changed and all("proj" in n for n in changed)  # the adapter's modules, merged in; nothing else moved
+    assert main(["engineer", "train", "--backend", "verl", "--suite", "mini", "--model", "tool_user", "--batches",
+                 str(tmp_path / "missing.json"), "--engineer", str(out / "model"), "--lora-rank", "4",
+                 "--out", str(tmp_path / "v")]) == 2
+    assert "actor_rollout_ref.model.lora_rank" in capsys.readouterr().err
