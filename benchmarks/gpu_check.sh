@@ -27,6 +27,7 @@ WHEELS=${WHEELS:-}
 ALLOW_CPU=${ALLOW_CPU:-0}
 mkdir -p "$OUT"
 : >"$OUT/report.jsonl"
+export OUT MODEL PY WHEELS ALLOW_CPU
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 # stage NAME LIMIT_S COMMAND...: run it under a time limit, log to $OUT/NAME.log, one report line
@@ -34,7 +35,7 @@ stage() {
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   echo "== $name (limit ${limit}s): $*"
-  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  timeout --kill-after=10 "$limit" bash -c '"$@"' stage "$@" >"$OUT/$name.log" 2>&1  # the stages are functions
   local rc=$? took=$((SECONDS - t0)) status=ok
   [ $rc -eq 0 ] || status=failed
   [ $rc -eq 124 ] && status=timed_out
@@ -126,6 +127,7 @@ print("\n".join(lines))
 EOF
 }
 
+export -f env_check model_dir train_run verl_pieces
 t_all=$SECONDS
 stage env 300 env_check || { summarise; exit 1; }
 stage model 180 model_dir || { summarise; exit 1; }
