@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= runs/demo
 
-.PHONY: demo test sysdeps install msa-venv bench clean
+.PHONY: demo test sysdeps install msa-venv bench clean gpu-wheels
 
 sysdeps:
 	@missing=""; \
@@ -86,5 +86,15 @@ bench: install
 	$(BIN)/python benchmarks/bench_train.py
 	$(BIN)/python benchmarks/bench_learning.py
 
+# Wheels for benchmarks/gpu_check.sh on a GPU machine without PyPI (WHEELS=gpu-wheels): this package and
+# its pure dependencies at the versions this venv holds; torch, CUDA, vLLM, verl and Ray are the GPU
+# machine's own (their wheels are gigabytes, and their builds must match its CUDA).
+gpu-wheels: install
+	rm -rf gpu-wheels && mkdir -p gpu-wheels
+	$(BIN)/pip wheel -q --no-deps -w gpu-wheels .
+	$(BIN)/pip freeze --exclude-editable | grep -viE '^(torch|nvidia|triton|vllm|sglang|verl|ray|flash|xformers)' \
+	  > gpu-wheels/requirements.txt
+	$(BIN)/pip download -q --no-deps -d gpu-wheels -r gpu-wheels/requirements.txt
+
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) runs build *.egg-info gpu-wheels

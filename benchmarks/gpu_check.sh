@@ -53,7 +53,8 @@ stage() {
 
 env_check() {
   if [ -n "$WHEELS" ]; then
-    "$PY" -m pip install -q --no-index --find-links "$WHEELS" -e '.[hf]' || return 1
+    "$PY" -m pip install -q --no-index --find-links "$WHEELS" -r "$WHEELS/requirements.txt" && \
+      "$PY" -m pip install -q --no-index --no-deps --find-links "$WHEELS" harnessadapt || return 1
   fi
   "$PY" - "$ALLOW_CPU" <<'EOF'
 import importlib, json, sys
