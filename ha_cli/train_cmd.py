@@ -186,6 +186,8 @@ def _claim(args: argparse.Namespace, tasks: list, spec: Any, out: Path, only_che
     from ha_agents.runs.identity import check, claim, command_identity
 
     fields = {"backend": args.backend, "model": str(args.model), "harness_hash": spec.hash, "seed": args.seed, "temperature": args.temperature}
+    if args.backend == "local":  # what the weights are trained as (an older folder without them is not compared on them)
+        fields.update(dtype=args.dtype or "fp32", lora_rank=args.lora_rank)
     identity = command_identity("train", fields, tasks)
     problem = check(out, identity)
     if problem is not None:

@@ -211,3 +211,30 @@ def test_validate_retry_masked_validates_again_only_the_faults(tiny_task, tmp_pa
     assert now["ok"] and not now["fault"]
     (old,) = [json.loads(l) for l in (tmp_path / "v.masked-history.jsonl").read_text().splitlines()]
     assert old["fault"] == "runner_import" and old["retried_at"]
+
+
+def test_a_training_folder_is_not_resumed_as_another_precision_or_adapter(tmp_path):
+    """`ha train`'s identity names what the weights train as: the same folder with another `--lora-rank`
+    or `--dtype` is refused with the difference named (a folder from before these fields is not
+    compared on them)."""
+    import argparse
+
+    import pytest
+
+    from ha_agents.runs.identity import RunIdentityError
+    from ha_cli.train_cmd import _claim
+    from ha_envs.harness import load_spec
+    from ha_envs.loaders import load_suite
+
+    tasks, spec, out = load_suite("mini")[:1], load_spec("train-edit"), tmp_path / "t"
+    args = argparse.Namespace(backend="local", model="m", seed=0, temperature=1.0, dtype=None, lora_rank=0)
+    _claim(args, tasks, spec, out)
+    (out / "metrics.jsonl").write_text('{"update": 1}\n')  # the run has results now
+    _claim(args, tasks, spec, out)  # the same run: resumes
+    for change, field in (({"lora_rank": 8}, "lora_rank"), ({"dtype": "bf16"}, "dtype")):
+        with pytest.raises(RunIdentityError, match=field):
+            _claim(argparse.Namespace(**{**vars(args), **change}), tasks, spec, out)
+    ident = json.loads((out / "run-identity.json").read_text())
+    del ident["lora_rank"], ident["dtype"]  # a folder written before the fields existed
+    (out / "run-identity.json").write_text(json.dumps(ident))
+    _claim(argparse.Namespace(**{**vars(args), "lora_rank": 8}), tasks, spec, out)
