@@ -32,7 +32,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 install: sysdeps $(BIN)/.installed
-	-@$(MAKE) --no-print-directory msa-venv || echo "warning: no mini-swe-agent venv at $(MSA_VENV) (the gateway's end-to-end test skips)"
+	-@$(MAKE) --no-print-directory msa-venv || echo "warning: no mini-swe-agent venv at $(MSA_VENV) (the gateway's end-to-end test skips, or fails when CI is set)"
 
 # mini-swe-agent, the external harness `ha gateway eval` runs, in a venv of its own (its dependencies,
 # litellm among them, stay out of ours); pinned to the release the gateway is tested against.
