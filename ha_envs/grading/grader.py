@@ -286,16 +286,9 @@ class Grader:
         try:
             sandbox.start()
             gd = f"{sandbox.workdir}/{GRADE_DIR}"
-            kept = self._drop_ignored(sandbox, kept, report, gd)
-            changed = self._apply(task, sandbox, kept, report, gd, allow_fuzz)
+            changed = self.patch_in(task, sandbox, kept, report, allow_fuzz)
             if changed is None:
                 return None
-            restored = self._restore(sandbox, task, changed, gd)
-            touched = [p for p in changed if any(p == r or p.startswith(r + "/") for r in restored)]
-            if touched:
-                report.restored_paths = touched
-                report.flag("touches_test_infrastructure", "the patch changed files the grader takes from the "
-                            "base: " + ", ".join(touched[:10]))
             failed = install_hidden(task, sandbox, gd)
             if failed is not None:
                 if not changed:
@@ -320,6 +313,23 @@ class Grader:
             sandbox.close()
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
+
+    def patch_in(self, task: Task, sandbox: Sandbox, kept: str, report: GradeReport, allow_fuzz: bool) -> list[str] | None:
+        """In a started grading sandbox: the patch (less its ignored paths) applied and the files the
+        grader takes from the base restored; the paths it changed, or None when it does not apply.
+        A restored path the patch changed is recorded and flagged."""
+        gd = f"{sandbox.workdir}/{GRADE_DIR}"
+        kept = self._drop_ignored(sandbox, kept, report, gd)
+        changed = self._apply(task, sandbox, kept, report, gd, allow_fuzz)
+        if changed is None:
+            return None
+        restored = self._restore(sandbox, task, changed, gd)
+        touched = [p for p in changed if any(p == r or p.startswith(r + "/") for r in restored)]
+        if touched:
+            report.restored_paths = touched
+            report.flag("touches_test_infrastructure", "the patch changed files the grader takes from the "
+                        "base: " + ", ".join(touched[:10]))
+        return changed
 
     def _apply(self, task: Task, sandbox: Sandbox, kept: str, report: GradeReport, gd: str,
                allow_fuzz: bool) -> list[str] | None:

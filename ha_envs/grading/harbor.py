@@ -23,6 +23,8 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..sandbox.base import Sandbox, SandboxError
@@ -31,7 +33,7 @@ from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from . import faults
-from .copy_scripts import GRADE_DIR, put_files
+from .copy_scripts import put_files
 from .patch_rules import filter_patch, flag_patch
 from .report import EnvironmentFault, GradeReport, GradingError, PatchRefused, ungradable
 
@@ -141,31 +143,37 @@ def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, r
 def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None):
     """In one fresh grading sandbox: the patch, then the tests; (reward, why not, log, timed out),
     or None when the patch does not apply."""
+    tests = Path(task.metadata["harbor"]["task_dir"]) / "tests"
+    with folder_sandbox(grader.sandbox_factory, task, snapshot, tests, TESTS, ((LOGS, LOGS_BYTES),)) as sandbox:
+        if grader.patch_in(task, sandbox, kept, report, True) is None:
+            return None
+        if getattr(grader.sandbox_factory, "in_place", False):
+            sandbox.run(f"rm -rf {LOGS} && mkdir -p {LOGS} && chmod 777 {LOGS}", timeout=60)
+        sandbox.run(f"mkdir -p {LOGS}/verifier {LOGS}/agent && rm -f {LOGS}/verifier/reward.*", timeout=60)
+        env = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in
+                      (task.metadata["harbor"].get("verifier_env") or {}).items() if k.isidentifier())
+        res = sandbox.run(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh 2>&1",
+                          timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
+        reward, why = read_reward(sandbox)
+        return reward, why, res.output, res.timed_out
+
+
+@contextmanager
+def folder_sandbox(factory, task: Task, snapshot: Snapshot | None, folder: Path, inside: str,
+                   tmpfs: tuple[tuple[str, int], ...] = ()) -> Iterator[Sandbox]:
+    """A started, fresh sandbox of ``factory`` for ``task`` showing a private copy of the task's
+    ``folder`` (its tests, its solution) read-only at ``inside`` (bound by the local sandbox,
+    uploaded into a container), with private ``tmpfs`` folders; closed and cleaned up after."""
     host = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-harbor")))
     try:
-        shutil.copytree(Path(task.metadata["harbor"]["task_dir"]) / "tests", host / "tests", symlinks=True)
-        sandbox, root = open_sandbox(grader.sandbox_factory, task, snapshot, ((str(host / "tests"), TESTS, False),),
-                                     ((LOGS, LOGS_BYTES),))
+        copy = host / folder.name
+        shutil.copytree(folder, copy, symlinks=True)
+        sandbox, root = open_sandbox(factory, task, snapshot, ((str(copy), inside, False),), tmpfs)
         try:
             sandbox.start()
-            gd = f"{sandbox.workdir}/{GRADE_DIR}"
-            kept = grader._drop_ignored(sandbox, kept, report, gd)
-            changed = grader._apply(task, sandbox, kept, report, gd, True)
-            if changed is None:
-                return None
-            touched = grader._restore(sandbox, task, changed, gd)
-            if touched:
-                report.restored_paths = [p for p in changed if any(p == r or p.startswith(r + "/") for r in touched)]
-            if getattr(grader.sandbox_factory, "in_place", False):
-                upload_dir(sandbox, host / "tests", TESTS)
-                sandbox.run(f"rm -rf {LOGS} && mkdir -p {LOGS} && chmod 777 {LOGS}", timeout=60)
-            sandbox.run(f"mkdir -p {LOGS}/verifier {LOGS}/agent && rm -f {LOGS}/verifier/reward.*", timeout=60)
-            env = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in
-                          (task.metadata["harbor"].get("verifier_env") or {}).items() if k.isidentifier())
-            res = sandbox.run(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh 2>&1",
-                              timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
-            reward, why = read_reward(sandbox)
-            return reward, why, res.output, res.timed_out
+            if getattr(factory, "in_place", False):
+                upload_dir(sandbox, copy, inside)
+            yield sandbox
         finally:
             sandbox.close()
             if root is not None:

@@ -121,18 +121,17 @@ def _tests(task: Task, tests: Path) -> None:
         spec["expected_output"] = task.metadata.get("expected_output") or {}
     (tests / "spec.json").write_text(json.dumps(spec, indent=1) + "\n")
     shutil.copyfile(log_parsers.__file__, tests / "log_parsers.py")
-    (tests / "grade.py").write_text(GRADE_PY.replace("SWEBENCH_VERSION", _swebench_version()))
+    (tests / "grade.py").write_text(GRADE_PY.replace("SWEBENCH_VERSION", _pinned_swebench()))
     (tests / "test.sh").write_text(test_script(task))
 
 
-def _swebench_version() -> str:
-    """The swebench this library grades SWE-bench rows with (its log parsers), for test.sh to install."""
-    from importlib.metadata import PackageNotFoundError, version
+def _pinned_swebench() -> str:
+    """The swebench this library grades with (``verdicts.swebench_version``), for grade.py to install;
+    the tested release where none is installed."""
+    from ..grading.verdicts import swebench_version
 
-    try:
-        return version("swebench")
-    except PackageNotFoundError:
-        return "4.1.0"
+    found = swebench_version()
+    return "4.1.0" if found == "none" else found
 
 
 def test_script(task: Task) -> str:

@@ -6,14 +6,11 @@ Kept per process by the task's fingerprint."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
-from ..grading.harbor import is_harbor, open_sandbox, upload_dir
+from ..grading.harbor import folder_sandbox, is_harbor
 from ..grading.report import GradingError
-from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from .models import HarborTaskError
@@ -29,26 +26,13 @@ def oracle_patch(task: Task, factory) -> str:
     solution = Path(meta["task_dir"]) / "solution"
     if not (solution / "solve.sh").is_file():
         raise HarborTaskError(f"{meta['task_dir']}: no solution/solve.sh (the oracle)")
-    host = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-harbor-oracle")))
-    try:
-        shutil.copytree(solution, host / "solution", symlinks=True)
-        sandbox, root = open_sandbox(factory, task, None, ((str(host / "solution"), "/solution", False),))
-        try:
-            sandbox.start()
-            if getattr(factory, "in_place", False):
-                upload_dir(sandbox, host / "solution", "/solution")
-            timeout = meta.get("agent_timeout_s") or 600.0
-            res = sandbox.run(f"cd {ansi_c_quote(sandbox.workdir)} && bash /solution/solve.sh 2>&1", timeout=timeout)
-            if res.timed_out or res.exit_code != 0:
-                why = f"ran past {timeout} s" if res.timed_out else f"exited {res.exit_code}"
-                raise GradingError(f"{task.instance_id}: solution/solve.sh {why}: {res.output.strip()[-800:]}")
-            return sandbox.diff()
-        finally:
-            sandbox.close()
-            if root is not None:
-                shutil.rmtree(root, ignore_errors=True)
-    finally:
-        shutil.rmtree(host, ignore_errors=True)
+    with folder_sandbox(factory, task, None, solution, "/solution") as sandbox:
+        timeout = meta.get("agent_timeout_s") or 600.0
+        res = sandbox.run(f"cd {ansi_c_quote(sandbox.workdir)} && bash /solution/solve.sh 2>&1", timeout=timeout)
+        if res.timed_out or res.exit_code != 0:
+            why = f"ran past {timeout} s" if res.timed_out else f"exited {res.exit_code}"
+            raise GradingError(f"{task.instance_id}: solution/solve.sh {why}: {res.output.strip()[-800:]}")
+        return sandbox.diff()
 
 
 def with_oracle(task: Task, factory) -> Task:

@@ -17,6 +17,18 @@ def tokenizer():
     return toy_tokenizer(corpus, vocab_size=2000)
 
 
+def with_rollout_logprobs(trainer, samples):
+    """``samples`` carrying ``trainer``'s current logprobs as the sampler's (the ratio's denominator:
+    what the in-process sampler would report)."""
+    import torch
+
+    for s in samples:
+        with torch.no_grad():
+            lp = trainer._micro(trainer.model, [s])[0]
+        s.logprobs = [None] + [float(x) if m else None for x, m in zip(lp[0], s.loss_mask[1:])]
+    return samples
+
+
 def h2_plan_responder(tokenizer, middle):
     """A completions responder for the fake OpenAI server in token mode, playing one plan on
     ``mini__invoice_rounding`` under h2 as Hermes tool calls: the oracle's first edit, the calls in

@@ -85,19 +85,21 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def _sigterm_once_running(command: list[str], marker: str, what: str, wait_s: float) -> tuple[int, str, set[int], int]:
+def _sigterm_once_running(command: list[str], marker: str, what: str, wait_s: float,
+                          env: dict[str, str] | None = None) -> tuple[int, str, dict[int, str], int]:
     """Start ``command``, wait until two live processes run this test's ``sleep <marker>``, send
-    SIGTERM: (exit code, stderr, the processes that ran under it at the signal, its pid)."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    SIGTERM: (exit code, stderr, the processes that ran under it at the signal with what each was
+    then, its pid)."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + wait_s
     while len([p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]) < 2:
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             pytest.fail(f"{what} never started\n{proc.communicate()}")
         time.sleep(0.2)
-    started = _descendants(proc.pid)
+    started = {p: _describe(p) for p in _descendants(proc.pid)}
     proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=60)
+    _, stderr = proc.communicate(timeout=90)
     return proc.returncode, stderr, started, proc.pid
 
 
@@ -161,17 +163,9 @@ def test_sigterm_stops_a_docker_eval_and_leaves_no_container(tiny_task, tmp_path
     ``harnessadapt.owner=<host>:<pid>``), their processes, and no record is kept of the killed ones."""
     import socket
 
-    from ha_envs.sandbox import SandboxError
-    from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.provision.images import build_base_image
+    from tests.conftest import require_docker
 
-    try:
-        client = docker_client(timeout=30)
-    except SandboxError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"no Docker daemon but CI is set: .ci/run must start dockerd ({exc})")
-        pytest.skip(str(exc))
-    build_base_image(client)  # a no-op when .ci/run (or an earlier run) built it
+    client = require_docker()
     rows = [task_row(tiny_task, instance_id=i, problem_statement=f"{tiny_task.problem_statement} [{i}]") for i in IDS[:3]]
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     marker = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
@@ -267,18 +261,9 @@ def test_sigterm_stops_a_ray_executor_eval_and_its_private_ray(tiny_task, tmp_pa
     with FakeOpenAIServer(_model(marker, {"on": True}, ())) as srv:
         command = [*HA, "eval", "--jsonl", str(tmp_path / "tasks.jsonl"), "--model", f"openai:m@{srv.url}",
                    "--harness", "h0", "--sandbox", "local", "--workers", "2", "--executor", "ray", "--out", str(out)]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        deadline = time.monotonic() + 120  # a local Ray starts first
-        while len([p for p in _with_cmdline(marker) if not _describe(p).startswith("Z")]) < 2:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the Ray episodes never started\n{proc.communicate()}")
-            time.sleep(0.3)
-        started = _descendants(proc.pid)
-        assert any("raylet" in _describe(p) for p in started), "no Ray of its own under ha eval"
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=90)
-    assert proc.returncode == 143, stderr
+        code, stderr, started, _ = _sigterm_once_running(command, marker, "the Ray episodes", 120, env)  # Ray starts first
+    assert any("raylet" in what for what in started.values()), "no Ray of its own under ha eval"
+    assert code == 143, stderr
     assert "Traceback" not in stderr
     (line,) = [ln for ln in stderr.splitlines() if ln.startswith("ha: stopped")]
     assert "stopped by SIGTERM" in line and line.endswith("ha " + " ".join(command[3:])), line

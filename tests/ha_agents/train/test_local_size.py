@@ -22,6 +22,8 @@ if not os.environ.get("CI"):
 
 import torch  # noqa: E402
 
+from tests.ha_agents.conftest import with_rollout_logprobs  # noqa: E402
+
 
 def test_memory_estimate_matches_hand_computed_numbers():
     # 1,000 parameters, 100 trainable: bf16 base, fp32 adapter (the LoRA case)
@@ -66,22 +68,13 @@ def _samples(n=4, prompt_len=40, vocab=1400, seed=0, lengths=(20, 40)):
     return out
 
 
-def _with_rollout_logprobs(trainer, samples):
-    """``samples`` carrying ``trainer``'s logprobs as the sampler's (the ratio's denominator)."""
-    for s in samples:
-        with torch.no_grad():
-            lp = trainer._micro(trainer.model, [s])[0]
-        s.logprobs = [None] + [float(x) if m else None for x, m in zip(lp[0], s.loss_mask[1:])]
-    return samples
-
-
 def test_gradient_checkpointing_gives_the_same_loss_and_gradients(tiny_model):
     from ha_agents.train.local import LocalConfig, LocalTrainer
 
     got = {}
     for ckpt in (False, True):
         tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-3, gradient_checkpointing=ckpt, seed=0))
-        samples = _with_rollout_logprobs(LocalTrainer(tiny_model, LocalConfig(seed=0)), _samples())
+        samples = with_rollout_logprobs(LocalTrainer(tiny_model, LocalConfig(seed=0)), _samples())
         mlp, forward, runs, calls = tr.model.model.layers[0].mlp, tr.model.model.layers[0].mlp.forward, [], []
         mlp.register_forward_hook(lambda *a: calls.append(1))  # module calls (a recomputation fires no hook)
         mlp.forward = lambda *a, **k: runs.append(1) or forward(*a, **k)  # every run, recomputations included
@@ -120,7 +113,7 @@ def test_fp16_lora_updates_and_samples(tiny_model):
     tr = LocalTrainer(tiny_model, LocalConfig(lr=1e-2, dtype="fp16", lora_rank=4, seed=0))
     assert {p.dtype for p in tr.model.parameters() if not p.requires_grad} == {torch.float16}
     for _ in range(3):
-        m = tr.update(_with_rollout_logprobs(tr, _samples()))
+        m = tr.update(with_rollout_logprobs(tr, _samples()))
         assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]) and m["grad_norm"] > 0
     assert len(tr.client().complete([], [], prompt_ids=list(range(20, 40)), max_tokens=5).token_ids) >= 1
 
@@ -131,7 +124,7 @@ def test_lora_kl_reference_is_the_base_model_with_the_adapter_off(tiny_model):
 
     tr = LocalTrainer(tiny_model, LocalConfig(lr=0.05, lora_rank=4, loss=LossConfig(kl_coef=0.1), seed=0))
     assert tr.ref_model is None  # no second copy
-    samples = _with_rollout_logprobs(tr, _samples())
+    samples = with_rollout_logprobs(tr, _samples())
     base = LocalTrainer(tiny_model, LocalConfig(seed=0))
     micro = [samples[0]]
     assert torch.allclose(tr._reference(micro), base._micro(base.model, micro)[0], atol=1e-6)
@@ -149,7 +142,7 @@ def test_lora_checkpoint_saves_the_adapter_and_merges_into_a_plain_model(tiny_mo
 
     cfg = LocalConfig(lr=0.05, lora_rank=4, seed=0)
     tr = LocalTrainer(tiny_model, cfg)
-    samples = _with_rollout_logprobs(tr, _samples())
+    samples = with_rollout_logprobs(tr, _samples())
     tr.update(samples)
     tr.save(tmp_path / "ckpt")
     assert {p.name for p in (tmp_path / "ckpt" / "adapter").iterdir()} >= {"adapter_config.json",
@@ -195,7 +188,7 @@ def test_smollm2_bf16_lora_matches_fp32_full_and_moves_only_the_adapter(smollm2_
         ids = prompt + tok.encode(text)
         samples.append(Sample(token_ids=ids, loss_mask=[0] * (len(prompt) + 1) + [1] * (len(ids) - len(prompt) - 1),
                               logprobs=[None] * len(ids), reward=0.0, advantage=adv, group="g", instance_id="g"))
-    _with_rollout_logprobs(full, samples)
+    with_rollout_logprobs(full, samples)
     lora = LocalTrainer(model, LocalConfig(lr=1e-3, dtype="bf16", lora_rank=8, seed=0))
     with torch.no_grad():
         a, mask = full._micro(full.model, samples)[:2]

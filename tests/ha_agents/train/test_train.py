@@ -19,6 +19,8 @@ if not os.environ.get("CI"):
 
 import torch  # noqa: E402
 
+from tests.ha_agents.conftest import with_rollout_logprobs  # noqa: E402
+
 from ha_agents.train.losses import LossConfig, aggregate, grpo_loss  # noqa: E402
 from ha_agents.train.local import _length_buckets  # noqa: E402
 from ha_agents.episode import EpisodeConfig
@@ -140,12 +142,7 @@ def _samples(trainer, n=5, seed=0):
         L += 40
         out.append(Sample(token_ids=ids, loss_mask=[int(m) for m in mask], logprobs=[None] * L,
                           reward=float(i % 2), advantage=0.5 if i % 2 else -0.5, group="g", instance_id="g", run=i + 1))
-    # the rollout logprobs of the current policy (what the in-process sampler would report)
-    for s in out:
-        with torch.no_grad():
-            lp = trainer._micro(trainer.model, [s])[0]
-        s.logprobs = [None] + [float(x) if m else None for x, m in zip(lp[0], s.loss_mask[1:])]
-    return out
+    return with_rollout_logprobs(trainer, out)  # the current policy's, as the in-process sampler reports them
 
 
 def test_local_update_packed_equals_naive_and_reports_metrics(tiny_model):

@@ -23,7 +23,6 @@ from ha_envs.grading import Grader
 from ha_envs.grading.report import GradingError
 from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 from ha_envs.grading.pro import ProScripts, find_scripts, grading_command, parse_output, python_specs, strip_binary_hunks
-from ha_envs.sandbox import SandboxError
 from ha_envs.sandbox.local import LocalSandboxConfig
 from ha_envs.task import EnvironmentSpec
 
@@ -198,15 +197,9 @@ def test_a_skipped_p2p_fails_under_scales_rule(tiny_task, tmp_path):
 
 
 def test_docker_grades_pro_at_app(tiny_task, tmp_path):
-    from tests.ha_envs.sandbox.test_docker import IN_CI
+    from tests.conftest import require_docker
 
-    from ha_envs.sandbox.docker import docker_client
-    try:
-        docker_client(timeout=30)
-    except SandboxError as exc:
-        if IN_CI:
-            pytest.fail(f"no Docker daemon but CI is set ({exc})")
-        pytest.skip(str(exc))
+    require_docker()
     task = pro_version(tiny_task, write_scripts(tmp_path / "s", tiny_task.instance_id))
     grader = Grader(docker_sandbox_factory())
     gold = grader.grade(task, tiny_task.gold_patch)

@@ -9,23 +9,14 @@ import json
 import pytest
 
 from ha_cli.main import main
-from ha_envs.sandbox.base import SandboxError
-from tests.conftest import IN_CI
 from tests.ha_envs.harbor.builders import TEST_SH, harbor_task
 
 
 @pytest.fixture(scope="module")
 def base_image():
-    from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.provision.images import build_base_image
+    from tests.conftest import require_docker
 
-    try:
-        client = docker_client(timeout=30)
-    except SandboxError as exc:
-        if IN_CI:
-            pytest.fail(f"no Docker daemon but CI is set: .ci/run must start dockerd ({exc})")
-        pytest.skip(str(exc))
-    build_base_image(client)  # a no-op when .ci/run (or an earlier run) built it
+    require_docker()
     return "harnessadapt/base:bookworm"
 
 

@@ -21,16 +21,9 @@ IN_CI = bool(os.environ.get("CI"))
 
 @pytest.fixture(scope="module")
 def client():
-    from ha_envs.sandbox.docker import docker_client
-    from ha_envs.sandbox.provision.images import build_base_image
-    try:
-        c = docker_client(timeout=30)
-    except SandboxError as exc:
-        if IN_CI:
-            pytest.fail(f"no Docker daemon but CI is set: .ci/run must start dockerd ({exc})")
-        pytest.skip(str(exc))
-    build_base_image(c)  # a no-op when .ci/run (or an earlier run) built it
-    return c
+    from tests.conftest import require_docker
+
+    return require_docker()
 
 
 def ours(client):
