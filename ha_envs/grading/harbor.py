@@ -123,6 +123,11 @@ def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, r
     if timed_out:
         report.status, report.error = "tests_timed_out", f"tests/test.sh ran past {task.tests.timeout_s} s"
         return
+    if why.startswith(TWO_REWARDS):  # the task's verifier writes one; the code under test wrote the other
+        report.status, report.error = "verdict_tampered", why
+        report.tampering.append(why)
+        report.flag("verdict_tampered", why)
+        return
     if reward is not None:
         report.resolved = reward >= 1.0
         report.status = "resolved" if report.resolved else "unresolved"
@@ -212,23 +217,38 @@ def upload_dir(sandbox: Sandbox, folder: Path, inside: str) -> None:
 def read_reward(sandbox: Sandbox) -> tuple[float | None, str]:
     """The reward file test.sh left, read through the sandbox's shell (its bytes, base64, capped)
     and parsed on this side: ``reward.json`` first, as Harbor; a link or another kind of file is
-    not a reward."""
-    for name in ("reward.json", "reward.txt"):
-        f = f"{LOGS}/verifier/{name}"
-        res = sandbox.run(f"if [ -L {f} ]; then echo HA_LINK; elif [ -f {f} ]; then echo HA_FILE; "
-                          f"head -c {REWARD_BYTES + 1} {f} | base64 -w0; echo; elif [ -e {f} ]; then echo HA_OTHER; fi",
-                          timeout=60, head_bytes=4 * REWARD_BYTES, tail_bytes=0)
-        head, _, body = res.output.partition("\n")
-        kind = head.strip()
-        if kind == "HA_LINK":
-            return None, f"{name} is a symbolic link, not a file"
-        if kind == "HA_OTHER":
-            return None, f"{name} is not a regular file"
-        if kind != "HA_FILE":
-            continue
-        try:
-            data = base64.b64decode(body.strip(), validate=True)
-        except ValueError:
-            return None, f"{name} could not be read back from the sandbox"
-        return parse_reward(name, data)
-    return None, "the verifier wrote no reward file (/logs/verifier/reward.json or reward.txt)"
+    not a reward. Both files there and saying different things is no reward either, and a forgery
+    (:data:`TWO_REWARDS`): code under test can drop the one the task's test.sh does not write."""
+    found = [(name, _read_one(sandbox, name)) for name in ("reward.json", "reward.txt")]
+    found = [(name, got) for name, got in found if got is not None]
+    if not found:
+        return None, "the verifier wrote no reward file (/logs/verifier/reward.json or reward.txt)"
+    (first, (reward, why)), *rest = found
+    if rest and (reward is None or rest[0][1][0] != reward):
+        said = "; ".join(f"{n}: {r if r is not None else w}" for n, (r, w) in found)
+        return None, f"{TWO_REWARDS} ({said})"
+    return reward, why
+
+
+TWO_REWARDS = "reward.json and reward.txt both written, and they disagree"
+
+
+def _read_one(sandbox: Sandbox, name: str) -> tuple[float | None, str] | None:
+    """(reward, why not) of one reward file; None when it is not there."""
+    f = f"{LOGS}/verifier/{name}"
+    res = sandbox.run(f"if [ -L {f} ]; then echo HA_LINK; elif [ -f {f} ]; then echo HA_FILE; "
+                      f"head -c {REWARD_BYTES + 1} {f} | base64 -w0; echo; elif [ -e {f} ]; then echo HA_OTHER; fi",
+                      timeout=60, head_bytes=4 * REWARD_BYTES, tail_bytes=0)
+    head, _, body = res.output.partition("\n")
+    kind = head.strip()
+    if kind == "HA_LINK":
+        return None, f"{name} is a symbolic link, not a file"
+    if kind == "HA_OTHER":
+        return None, f"{name} is not a regular file"
+    if kind != "HA_FILE":
+        return None
+    try:
+        data = base64.b64decode(body.strip(), validate=True)
+    except ValueError:
+        return None, f"{name} could not be read back from the sandbox"
+    return parse_reward(name, data)

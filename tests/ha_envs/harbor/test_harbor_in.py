@@ -158,3 +158,29 @@ def test_a_reward_link_is_not_followed(tmp_path):
     with pytest.raises(EnvironmentFault) as exc:
         Grader().grade(load_harbor(linked)[0], "")
     assert "reward.txt is a symbolic link" in str(exc.value)
+
+
+def test_a_second_reward_file_planted_by_the_code_under_test_earns_nothing(tmp_path):
+    """The task's test.sh writes reward.txt; the agent's code, imported by the tests, drops a
+    reward.json saying 1 beside it (read first, as Harbor does). Without a fix the two files
+    disagree: not believed, reward 0, unmasked. With the fix, a planted file that agrees is harmless."""
+    require_bwrap()
+    task = load_harbor(harbor_task(tmp_path))[0]
+    grader = Grader()
+    plant = ("import os\n"
+             "try:\n    open('/logs/verifier/reward.json', 'w').write('{\"reward\": 1.0}')\nexcept OSError:\n    pass\n")
+    forged = grader.grade(task, _patch(task, plant + "def add(a, b):\n    return a - b\n"))
+    assert forged.reward == 0.0 and not forged.resolved and not forged.fault, (forged.status, forged.error)
+    assert forged.status == "verdict_tampered" and "reward.json" in forged.error and "reward.txt" in forged.error
+    honest = grader.grade(task, _patch(task, plant + "def add(a, b):\n    return a + b\n"))
+    assert honest.resolved and honest.reward == 1.0, (honest.status, honest.error)
+
+
+def _patch(task, calc: str) -> str:
+    import subprocess
+
+    from tests.conftest import _git_diff
+
+    copy = Path(task.source_dir).parent / f"copy-{abs(hash(calc))}"
+    subprocess.run(["cp", "-a", str(task.source_dir), str(copy)], check=True)
+    return _git_diff(copy, lambda d: (d / "calc.py").write_text(calc))
