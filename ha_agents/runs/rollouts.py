@@ -10,11 +10,12 @@ there. ``sample`` is the record's ``run`` field (1-based).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ha_envs.harness import HarnessSpec
-from ha_envs.sandbox import prepare_snapshot
+from ha_envs.sandbox import prepare_task
 from ha_envs.task import Task
 
 from ..episode import EpisodeConfig, run_sample
@@ -31,6 +32,23 @@ def group_records(records: Iterable[Mapping[str, Any]], tasks: Iterable[Any], gr
     """The records of these tasks' groups (runs 1..``group_size``) among ``records`` (a log's lines)."""
     ids = {t.instance_id for t in tasks}
     return episode_records(r for r in records if r["instance_id"] in ids and int(r["run"]) <= group_size)
+
+
+def _prepare_tasks(tasks: list[Task], config: EpisodeConfig, executor: str, show: bool) -> None:
+    """Once per task, before any episode: its snapshot (every sample of its group copies it; a first
+    clone can take minutes) and, where episodes run local sandboxes in this process, its environment
+    (a first build can take minutes too), each slow one announced with an ETA. A failed build is
+    said here and masks only that task's episodes (``prepare_task``)."""
+    here = executor == "threads" and config.sandbox == "local" and config.env_placement == "local"
+    unique = list({t.instance_id: t for t in tasks}.values())
+
+    def prepare(task: Task) -> None:
+        failed = prepare_task(task, environments=here)
+        if failed:
+            sys.stderr.write(f"environment of {task.instance_id} could not be built; its episodes will end masked "
+                             f"(sandbox_error): {failed[:500]}\n")
+
+    prepare_each(unique, prepare, "snapshots and environments" if here else "snapshots", show=show)
 
 
 def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConfig | str | HarnessSpec" = "h0", *,
@@ -59,8 +77,7 @@ def collect(tasks: list[Task], group_size: int, model: Any, config: "EpisodeConf
         log = JsonlLog(Path(out) / "trajectories.jsonl")
     done = log.done()
     todo = [(t, k) for t in tasks for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
-    # once per task: every sample of its group copies this snapshot (a first clone can take minutes)
-    prepare_each(list({t.instance_id: t for t, _ in todo}.values()), prepare_snapshot, "snapshots", show=progress_bar)
+    _prepare_tasks([t for t, _ in todo], config, executor, progress_bar)
     bar = None
     if progress_bar:
         earlier = group_records(log.records, tasks, group_size)

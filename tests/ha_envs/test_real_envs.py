@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -191,6 +192,36 @@ def test_docker_env_image_gives_the_same_verdicts(real_task):
     g = Grader(docker_sandbox_factory())
     assert g.grade(real_task, real_task.gold_patch).resolved
     assert not g.grade(real_task, "").resolved
+
+
+def test_collect_builds_environments_before_any_episode_and_a_failed_build_masks_only_its_task(
+        real_task, tmp_path, monkeypatch):
+    """A first environment build (minutes on a real instance) happens in ``collect``'s preparation,
+    announced with an ETA, not inside the first episode's time budget; a task whose environment
+    cannot be built is said so there and its episodes end masked while the other task resolves."""
+    import dataclasses
+    import io
+
+    from ha_agents.runs.rollouts import collect
+    from ha_envs.sandbox.provision.pyenv import python_env_dest
+
+    monkeypatch.setenv("HA_CACHE_DIR", str(tmp_path / "cache"))  # nothing built yet
+    broken = dataclasses.replace(real_task, instance_id="acme__calc-2", environment=EnvironmentSpec(
+        extra={"specs": {"python": "2.1", "packages": "pytest", "install": "python -m pip install ."}}))
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    recs = collect([real_task, broken], 1, "oracle", "h0", out=tmp_path / "run", workers=1)
+    lines = err.getvalue().splitlines()
+    built = [i for i, x in enumerate(lines) if x.startswith("snapshots and environments 1/2: acme__calc-1 (")]
+    episodes = [i for i, x in enumerate(lines) if re.match(r"\[\d/2\] run 1 ", x)]
+    assert built and episodes and built[0] < episodes[0], lines  # built, with its ETA, before any episode ended
+    assert "| ETA " in lines[built[0]]
+    assert (python_env_dest(real_task) / ".ha-ready").is_file()
+    assert any(x.startswith("environment of acme__calc-2 could not be built") and "Python 2.1 is needed" in x
+               for x in lines), lines
+    by_id = {r["instance_id"]: r for r in recs}
+    assert by_id["acme__calc-1"]["resolved"] is True
+    assert by_id["acme__calc-2"]["termination"] == "sandbox_error" and "Python 2.1" in json.dumps(dict(by_id["acme__calc-2"]), default=str)
 
 
 def test_env_pinned_to_a_pypi_date(real_task):
