@@ -11,7 +11,9 @@ exports of SWE-bench rows say, else an empty folder); ``[environment].docker_ima
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import posixpath
 import shlex
 from pathlib import Path
@@ -102,7 +104,25 @@ def _harbor_meta(task_dir: Path, config: TaskConfig) -> dict:
             "verifier_network": verifier_net.value, "verifier_env": dict(config.verifier.env),
             "dockerfile": (task_dir / "environment" / "Dockerfile").is_file(),
             "solution": (task_dir / "solution" / "solve.sh").is_file(),
-            "metadata": json.loads(json.dumps(config.metadata, default=str))}
+            "metadata": json.loads(json.dumps(config.metadata, default=str)),
+            "content_sha256": folder_digest(task_dir)}
+
+
+def folder_digest(root: Path) -> str:
+    """A hash of every file under ``root`` (relative path, mode's executable bit, bytes; a link by
+    its target): the task's identity (``Task.fingerprint``) changes with its tests, solution,
+    environment or instruction, so a reused ``--out`` never answers for an edited task."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            h.update(f"L {rel} -> {os.readlink(path)}\n".encode())
+        elif path.is_file():
+            h.update(f"F {rel} {bool(path.stat().st_mode & 0o111):d} {path.stat().st_size}\n".encode())
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+    return h.hexdigest()
 
 
 def _work_copy(task_dir: Path, config: TaskConfig) -> tuple[str, Path | None]:

@@ -16,7 +16,7 @@ from ha_envs.grading.report import EnvironmentFault
 from ha_envs.harbor import HarborTaskError, load_harbor, read_task_config
 from ha_envs.harbor.load import parse_dockerfile
 from tests.conftest import require_bwrap
-from tests.ha_envs.harbor.builders import TOML, harbor_task
+from tests.ha_envs.harbor.builders import CHECK, TOML, harbor_task
 
 
 def test_task_toml_schema_versions_and_legacy_fields(tmp_path):
@@ -184,3 +184,31 @@ def _patch(task, calc: str) -> str:
     copy = Path(task.source_dir).parent / f"copy-{abs(hash(calc))}"
     subprocess.run(["cp", "-a", str(task.source_dir), str(copy)], check=True)
     return _git_diff(copy, lambda d: (d / "calc.py").write_text(calc))
+
+
+def test_a_tasks_identity_follows_its_files_not_its_derived_oracle(tmp_path, capsys):
+    """The fingerprint a run records for a Harbor task covers every file of its folder (an edited
+    test.sh or solve.sh is another task: a reused --out is refused, naming the instance), and not the
+    gold patch the oracle run derives from solve.sh (an oracle run and a null run of one task differ
+    only in their model)."""
+    import dataclasses
+
+    require_bwrap()
+    data = tmp_path / "ds"
+    d = harbor_task(data)
+    task = load_harbor(data)[0]
+    assert dataclasses.replace(task, gold_patch="derived\n").fingerprint() == task.fingerprint()
+    (d / "solution" / "solve.sh").write_text((d / "solution" / "solve.sh").read_text() + "# edited\n")
+    edited = load_harbor(data)[0]
+    assert edited.fingerprint() != task.fingerprint()
+    _eval(tmp_path, data, "oracle", "run")
+    capsys.readouterr()
+    assert main(["eval", "--benchmark", "harbor", "--data", str(data), "--model", "null", "--max-turns", "2",
+                 "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "model" in err and "fingerprint" not in err, err
+    (d / "tests" / "check.py").write_text(CHECK.replace("add(-1, 1) == 0", "add(-1, 1) == 0 and add(0, 0) == 0"))
+    assert main(["eval", "--benchmark", "harbor", "--data", str(data), "--model", "oracle", "--max-turns", "2",
+                 "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "fingerprint" in err and "add-fix" in err, err
