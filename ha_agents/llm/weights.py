@@ -15,7 +15,10 @@ not by a name that new weights can be served under.
   its class and the classes it builds on live in, and of the registry's (where its plans are);
 - a client object: its type and name.
 
-Files are hashed once per process for a given (path, size, mtime).
+Files are hashed once for a given (path, inode, size, mtime): in this process, and across processes
+through the cache folder (``$HA_CACHE_DIR/file-sha/``), so a 16 GB model is read once per version,
+not once per command. The run identity of ``ha eval``/``ha grade``/``ha train`` folders uses the same
+hashes (``ha_agents.runs.identity.model_identity``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -32,17 +36,39 @@ from .options import ModelOptions
 
 
 @lru_cache(maxsize=4096)
-def _file_sha(path: str, size: int, mtime_ns: int) -> str:
+def _file_sha(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    from ha_envs.sandbox.provision.workcopy import cache_root
+
+    key = hashlib.sha256(f"{path}\0{inode}\0{size}\0{mtime_ns}".encode()).hexdigest()
+    kept = cache_root() / "file-sha" / key[:2] / key
+    try:
+        known = kept.read_text().strip()
+        if len(known) == 64:
+            return known
+    except OSError:
+        pass
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+    if path_unchanged(path, inode, size, mtime_ns):  # a file written while read is not remembered
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_name(f".{key}.{os.getpid()}")
+        tmp.write_text(h.hexdigest() + "\n")
+        tmp.replace(kept)
     return h.hexdigest()
 
 
+def path_unchanged(path: str, inode: int, size: int, mtime_ns: int) -> bool:
+    st = os.stat(path)
+    return (st.st_ino, st.st_size, st.st_mtime_ns) == (inode, size, mtime_ns)
+
+
 def file_sha(path: Path) -> str:
-    st = path.stat()
-    return _file_sha(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    """The SHA-256 of ``path``'s bytes (read once per path, inode, size and mtime; see the module's text)."""
+    real = path.resolve()
+    st = real.stat()
+    return _file_sha(str(real), st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _hf_identity(arg: str, revision: str | None) -> dict[str, Any]:

@@ -83,18 +83,21 @@ def digest(data: Any) -> str:
 
 def model_identity(model: Any) -> str:
     """What the spec alone does not pin: a ``replay:`` file's content hash, an ``hf:`` directory's
-    config and file sizes; the spec itself for the rest (``openai:NAME@URL`` names the model and
-    where it is served), a client object's name and type."""
+    files' content hashes (a fine-tune saved over the same directory is another model even where
+    every file keeps its size; each file is read once per version, ``ha_agents.llm.weights``); the
+    spec itself for the rest (``openai:NAME@URL`` names the model and where it is served), a client
+    object's name and type."""
     if not isinstance(model, str):
         return f"{type(model).__name__}:{getattr(model, 'name', '')}"
+    from ..llm.weights import file_sha
+
     kind, _, arg = model.partition(":")
     path = Path(arg.split("@", 1)[0]) if kind in ("replay", "hf") else None
     if path is not None and path.is_file():
-        return f"{model} sha256:{digest(path.read_bytes())}"
+        return f"{model} sha256:{file_sha(path)}"
     if path is not None and path.is_dir():
-        sizes = sorted((str(p.relative_to(path)), p.stat().st_size) for p in path.rglob("*") if p.is_file())
-        config = path / "config.json"
-        return f"{model} dir:{digest([sizes, config.read_text() if config.is_file() else ''])}"
+        files = sorted((str(p.relative_to(path)), file_sha(p)) for p in path.rglob("*") if p.is_file())
+        return f"{model} files:{digest(files)}"
     return model
 
 

@@ -238,3 +238,28 @@ def test_a_training_folder_is_not_resumed_as_another_precision_or_adapter(tmp_pa
     del ident["lora_rank"], ident["dtype"]  # a folder written before the fields existed
     (out / "run-identity.json").write_text(json.dumps(ident))
     _claim(argparse.Namespace(**{**vars(args), "lora_rank": 8}), tasks, spec, out)
+
+
+def test_a_model_saved_over_its_directory_is_another_model(tiny_task, tmp_path, capsys):
+    """``hf:DIR``'s identity is its files' contents: weights rewritten in place with the very same
+    sizes (a fine-tune saved over its checkpoint) make the folder another run's, refused naming the
+    model's identity; the same weights resume."""
+    from ha_agents.train.models import init_model
+
+    require_bwrap()
+    model = init_model(tmp_path / "m", hidden=32, layers=1, heads=2, vocab_size=600)
+    src, out = _source(tiny_task, tmp_path / "t.jsonl"), tmp_path / "o"
+    cmd = ["eval", *src, "--model", f"hf:{model}", "--max-turns", "1", "--max-tokens", "8", "--out", str(out)]
+    assert main(cmd) == 0
+    before = _lines(out)
+    capsys.readouterr()
+    assert main(cmd) == 0 and _lines(out) == before  # the same weights: nothing runs again
+    weights = next(p for p in model.iterdir() if p.suffix in (".safetensors", ".bin"))
+    size, data = weights.stat().st_size, bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # one byte of the last tensor: a different model, the same size
+    weights.write_bytes(bytes(data))
+    assert weights.stat().st_size == size
+    capsys.readouterr()
+    assert main(cmd) == 2
+    err = capsys.readouterr().err
+    assert "model_identity" in err and _lines(out) == before, err
