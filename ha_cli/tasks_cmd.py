@@ -115,7 +115,7 @@ def cmd_tasks_export(args: argparse.Namespace) -> int:
         for t in tasks:
             images[t.instance_id] = snapshot_image(client, t)[0]
             print(f"image {images[t.instance_id]} for {t.instance_id}", file=sys.stderr)
-    written = export_harbor(tasks, Path(args.out), images=images, overwrite=args.overwrite)
+    written = export_harbor(tasks, Path(args.out), images=images, overwrite=args.overwrite, network=args.network_mode)
     for path in written:
         print(path)
     print(f"{len(written)} tasks written as Harbor tasks under {args.out}", file=sys.stderr)
@@ -188,4 +188,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace a task folder that exists")
     p.add_argument("--build-images", action="store_true", help="build each task's snapshot image here (Docker) and "
                    "start its Dockerfile FROM it (default: the bundled base image, or a SWE-bench row's official one)")
+    p.add_argument("--network-mode", choices=["task", "public"], default="task",
+                   help="task.toml's network_mode: task (default: the agent's environment no-network, the verifier "
+                   "public only where the tests need it) or public (every phase: for a Harbor environment that cannot "
+                   "enforce no-network, such as Harbor's docker environment without its egress-control images; "
+                   "the runner then keeps the network off, e.g. harbor run --extra-docker-compose with "
+                   "network_mode: none; docs/interop.md)")
     p.set_defaults(func=cmd_tasks_export)

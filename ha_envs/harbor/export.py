@@ -27,17 +27,27 @@ BASE_IMAGE = "harnessadapt/base:bookworm"
 SKIP = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", "node_modules", "target")
 
 
+NETWORK_MODES = ("task", "public")
+
+
 def export_harbor(tasks: Iterable[Task], out: str | Path, images: dict[str, str] | None = None,
-                  overwrite: bool = False) -> list[Path]:
-    """Write each task under ``out``; ``images``: instance id -> the image its Dockerfile starts FROM."""
+                  overwrite: bool = False, network: str = "task") -> list[Path]:
+    """Write each task under ``out``; ``images``: instance id -> the image its Dockerfile starts FROM;
+    ``network``: ``task`` (the agent's environment no-network, the verifier public only where the tests
+    need it) or ``public`` (every phase public: for a Harbor environment that cannot enforce no-network,
+    such as Harbor's Docker environment without its egress-control images; the runner then restricts
+    the network, docs/interop.md)."""
+    if network not in NETWORK_MODES:
+        raise TaskError(f"network mode {network!r}: expected one of {', '.join(NETWORK_MODES)}")
     out = Path(out)
     written = []
     for task in tasks:
-        written.append(export_task(task, out, (images or {}).get(task.instance_id), overwrite))
+        written.append(export_task(task, out, (images or {}).get(task.instance_id), overwrite, network))
     return written
 
 
-def export_task(task: Task, out: Path, image: str | None = None, overwrite: bool = False) -> Path:
+def export_task(task: Task, out: Path, image: str | None = None, overwrite: bool = False,
+                network: str = "task") -> Path:
     if task.tests.log_parser == "harbor":
         raise TaskError(f"{task.instance_id}: a Harbor task is one already (its folder is {task.metadata['harbor']['task_dir']})")
     if task.tests.log_parser == "pro" and not task.tests.test_command:
@@ -50,7 +60,7 @@ def export_task(task: Task, out: Path, image: str | None = None, overwrite: bool
         shutil.rmtree(d)
     for sub in ("environment", "tests", "solution"):
         (d / sub).mkdir(parents=True)
-    (d / "task.toml").write_text(task_toml(task, None if task.source_dir is not None else base_image(task, image)))
+    (d / "task.toml").write_text(task_toml(task, None if task.source_dir is not None else base_image(task, image), network))
     (d / "instruction.md").write_text(task.problem_statement.rstrip("\n") + "\n")
     (d / "environment" / "Dockerfile").write_text(dockerfile(task, image))
     if task.source_dir is not None:
@@ -75,10 +85,12 @@ def _toml(value) -> str:
     return json.dumps(str(value))  # a JSON string is a TOML basic string
 
 
-def task_toml(task: Task, image: str | None = None) -> str:
+def task_toml(task: Task, image: str | None = None, network: str = "task") -> str:
     """``image``: the image the environment starts from, named when no work copy is copied in (the
-    image holds it: a SWE-bench row's)."""
-    network = "public" if tests_need_network(task) else "no-network"
+    image holds it: a SWE-bench row's); ``network``: ``task`` or ``public`` (``export_harbor``)."""
+    public = network == "public"
+    verifier_net = "public" if public or tests_need_network(task) or task.tests.log_parser.startswith("swebench:") \
+        else "no-network"
     meta = {"source": "harnessadapt", "benchmark": task.benchmark, "instance_id": task.instance_id,
             "language": task.language, "difficulty": task.difficulty, "repo": task.repo,
             "base_commit": task.base_commit or "", "fail_to_pass": len(task.tests.fail_to_pass),
@@ -87,10 +99,10 @@ def task_toml(task: Task, image: str | None = None) -> str:
         'schema_version = "1.4"\nsource = "harnessadapt"',
         "[metadata]\n" + "\n".join(f"{k} = {_toml(v)}" for k, v in meta.items()),
         (f"[verifier]\ntimeout_sec = {_toml(float(task.tests.timeout_s) * (2 if task.tests.build_command else 1))}\n"
-        f"network_mode = {_toml('public' if task.tests.log_parser.startswith('swebench:') else network)}"),
+        f"network_mode = {_toml(verifier_net)}"),
         "[agent]\ntimeout_sec = 3600.0",
         f"[environment]\nbuild_timeout_sec = 1800.0\ncpus = 2\nmemory_mb = 4096\nstorage_mb = 10240\n"
-        f"network_mode = {_toml('no-network')}\nworkdir = {_toml(task.environment.workdir)}"
+        f"network_mode = {_toml('public' if public else 'no-network')}\nworkdir = {_toml(task.environment.workdir)}"
         + (f"\ndocker_image = {_toml(image)}" if image else ""),
     ]
     return "\n\n".join(sections) + "\n"

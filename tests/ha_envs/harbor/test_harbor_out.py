@@ -85,6 +85,24 @@ def test_harbors_own_models_accept_the_bundled_suite(exported):
                    "instruction": ttl["instruction"], "dockerfile": True} and ttl["instruction"] > 100
 
 
+def test_network_mode_public_declares_every_phase_public(tmp_path, capsys):
+    """--network-mode public: for a Harbor environment that cannot enforce no-network (its runner keeps the
+    network off instead; test_harbor_runner.py); harbor's models read both phases public."""
+    out = tmp_path / "pub"
+    assert main(["tasks", "export", "--format", "harbor", "--suite", "mini", "--instances", "mini__ttl_cache",
+                 "--network-mode", "public", "--out", str(out)]) == 0
+    got = _harbor_reads(out)["mini__ttl_cache"]
+    assert (got["network"], got["verifier_network"]) == ("public", "public")
+    with pytest.raises(SystemExit):
+        main(["tasks", "export", "--format", "harbor", "--suite", "mini", "--network-mode", "off", "--out", str(out)])
+    assert "invalid choice: 'off'" in capsys.readouterr().err
+    from ha_envs.harbor.export import export_harbor
+    from ha_envs.task import TaskError
+
+    with pytest.raises(TaskError, match="network mode 'none': expected one of task, public"):
+        export_harbor([], out, network="none")
+
+
 def test_verified_rows_are_written_and_accepted(tmp_path):
     require_data("swebench_verified")
     out = tmp_path / "verified"
