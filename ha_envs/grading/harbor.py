@@ -118,8 +118,10 @@ def grade_harbor(grader, task: Task, patch: str, snapshot: Snapshot | None = Non
 
 
 def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, reward: float | None, why: str,
-           log: str, timed_out: bool, patched: bool) -> None:
+           log: str, timed_out: bool, survivors: list[str], patched: bool) -> None:
     report.log_tail = log[-4000:]
+    if survivors and _outlived_only_with_the_patch(grader, task, snapshot, report, survivors, patched):
+        return
     if timed_out:
         report.status, report.error = "tests_timed_out", f"tests/test.sh ran past {task.tests.timeout_s} s"
         return
@@ -145,9 +147,28 @@ def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, r
     raise EnvironmentFault(f"{task.instance_id}: environment fault: {report.error}", report, failure)
 
 
+def _outlived_only_with_the_patch(grader, task: Task, snapshot: Snapshot | None, report: GradeReport,
+                                  survivors: list[str], patched: bool) -> bool:
+    """Processes outlived tests/test.sh (killed before the reward was read; they could have rewritten
+    it meanwhile). When the base's verifier, in a fresh copy, leaves none, the patch made them: the
+    reward is not believed (``verdict_tampered``, reward 0, unmasked; True). When the base leaves some
+    too, that is the task's verifier: noted, and the reward stands (False)."""
+    base = _verify(grader, task, "", GradeReport(task.instance_id, "unresolved", False), snapshot) if patched else None
+    if base is not None and base[4]:
+        report.error = (f"{len(survivors)} process(es) outlived tests/test.sh; the base's verifier leaves "
+                        f"{len(base[4])} too (the task's own): they were killed before the reward was read")
+        return False
+    why = (f"{len(survivors)} process(es) started during the tests outlived tests/test.sh (and could rewrite the "
+           "reward file after the verifier wrote it); at base, in a fresh copy, the verifier leaves none")
+    report.status, report.error = "verdict_tampered", why
+    report.tampering.append(why)
+    report.flag("verdict_tampered", why)
+    return True
+
+
 def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None):
-    """In one fresh grading sandbox: the patch, then the tests; (reward, why not, log, timed out),
-    or None when the patch does not apply."""
+    """In one fresh grading sandbox: the patch, then the tests; (reward, why not, log, timed out, the
+    pids that outlived the tests), or None when the patch does not apply."""
     tests = Path(task.metadata["harbor"]["task_dir"]) / "tests"
     with folder_sandbox(grader.sandbox_factory, task, snapshot, tests, TESTS, ((LOGS, LOGS_BYTES),)) as sandbox:
         if grader.patch_in(task, sandbox, kept, report, True) is None:
@@ -157,10 +178,35 @@ def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapsh
         sandbox.run(f"mkdir -p {LOGS}/verifier {LOGS}/agent && rm -f {LOGS}/verifier/reward.*", timeout=60)
         env = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in
                       (task.metadata["harbor"].get("verifier_env") or {}).items() if k.isidentifier())
+        before = _pids(sandbox)
         res = sandbox.run(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh 2>&1",
                           timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
+        survivors = end_survivors(sandbox, before)
         reward, why = read_reward(sandbox)
-        return reward, why, res.output, res.timed_out
+        return reward, why, res.output, res.timed_out, survivors
+
+
+def _pids(sandbox: Sandbox) -> list[str]:
+    """The processes in the sandbox (its own PID namespace: Harbor grading needs isolation) now."""
+    res = sandbox.run("for p in /proc/[0-9]*; do printf '%s ' \"${p#/proc/}\"; done", timeout=60)
+    return [p for p in res.output.split() if p.isdigit()]
+
+
+def end_survivors(sandbox: Sandbox, before: list[str]) -> list[str]:
+    """Stop and kill every live process that appeared while test.sh ran and outlived it (a process the
+    code under test left behind can rewrite the reward file after the verifier wrote it); the pids
+    found. Each round stops them all first, so none forks away between the look and the kill.
+    Runs in the sandbox's own shell with builtins only (no process of its own to be found)."""
+    script = (f"ha_before=' {' '.join(before)} '; ha_found=''; for ha_round in 1 2 3 4 5 6 7 8; do ha_new=''; "
+              "for ha_p in /proc/[0-9]*; do ha_p=${ha_p#/proc/}; case \"$ha_before\" in *\" $ha_p \"*) continue;; esac; "
+              "[ \"$ha_p\" = \"$$\" ] && continue; ha_st=''; read -r ha_st < \"/proc/$ha_p/stat\" 2>/dev/null || continue; "
+              "ha_st=${ha_st##*) }; [ \"${ha_st%% *}\" = Z ] && continue; "
+              "kill -STOP \"$ha_p\" 2>/dev/null && ha_new=\"$ha_new $ha_p\"; done; "
+              "[ -z \"$ha_new\" ] && break; ha_found=\"$ha_found$ha_new\"; kill -KILL $ha_new 2>/dev/null; done; "
+              "echo \"survivors:$ha_found\"")
+    res = sandbox.run(script, timeout=60)
+    line = next((x for x in res.output.splitlines() if x.startswith("survivors:")), "survivors:")
+    return sorted(set(line.split(":", 1)[1].split()), key=int)
 
 
 @contextmanager

@@ -13,7 +13,9 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/12"  # 12: mocha twins of tests inside describe blocks, written after their original
+GRADER_VERSION = "ha-grader/13"  # 13: Harbor: processes that outlive test.sh are killed before the reward is read,
+# and not believed unless the base's verifier leaves some too
+# 12: mocha twins of tests inside describe blocks, written after their original
 # 11: twins for Go, Rust, JavaScript; an OS-level watch (strace) of their runs
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts
 # 3: untrusted patches: grading inside the sandbox only, protected paths from the base, runner guards

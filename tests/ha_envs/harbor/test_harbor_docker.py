@@ -33,3 +33,19 @@ def test_dockerfile_is_built_and_graded_in_docker(base_image, tmp_path, capsys):
     assert rows["add-fix"]["ok"], rows["add-fix"]
     bad = rows["unbuildable"]
     assert not bad["ok"] and bad["cause"] == "environment" and "nothing is pulled here" in " ".join(bad["problems"])
+
+
+def test_a_process_left_running_cannot_rewrite_the_reward_in_a_container(base_image, tmp_path):
+    """The lingering reward rewriter (test_harbor_in.py) in a container: killed before the reward is
+    read and not believed (the base's verifier leaves no process); the fix alone earns 1."""
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
+    from ha_envs.harbor import load_harbor
+    from tests.ha_envs.harbor.test_harbor_in import LINGER, _patch
+
+    task = load_harbor(harbor_task(tmp_path / "ds", dockerfile=f"FROM {base_image}\nWORKDIR /app\nCOPY app/ /app/\n"))[0]
+    grader = Grader(docker_sandbox_factory())
+    forged = grader.grade(task, _patch(task, LINGER + "def add(a, b):\n    return a - b\n"))
+    assert forged.reward == 0.0 and not forged.fault and forged.status == "verdict_tampered", (forged.status,
+                                                                                               forged.error)
+    assert grader.grade(task, _patch(task, "def add(a, b):\n    return a + b\n")).reward == 1.0

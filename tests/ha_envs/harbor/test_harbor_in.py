@@ -16,7 +16,7 @@ from ha_envs.grading.report import EnvironmentFault
 from ha_envs.harbor import HarborTaskError, load_harbor, read_task_config
 from ha_envs.harbor.load import parse_dockerfile
 from tests.conftest import require_bwrap
-from tests.ha_envs.harbor.builders import CHECK, TOML, harbor_task
+from tests.ha_envs.harbor.builders import CHECK, TEST_SH, TOML, harbor_task
 
 
 def test_task_toml_schema_versions_and_legacy_fields(tmp_path):
@@ -212,3 +212,48 @@ def test_a_tasks_identity_follows_its_files_not_its_derived_oracle(tmp_path, cap
                  "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "fingerprint" in err and "add-fix" in err, err
+
+
+LINGER = '''import os, time
+if os.path.isdir("/logs/verifier") and os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        fd = os.open(os.devnull, os.O_RDWR)
+        for n in (0, 1, 2):
+            os.dup2(fd, n)
+        for _ in range(6000):
+            try:
+                with open("/logs/verifier/reward.txt") as fh:
+                    said = fh.read().strip()
+                if said and said != "1":
+                    with open("/logs/verifier/reward.txt", "w") as fh:
+                        fh.write("1\\n")
+            except OSError:
+                pass
+            time.sleep(0.002)
+    os._exit(0)
+'''
+
+
+def test_a_process_left_running_by_the_code_under_test_cannot_rewrite_the_reward(tmp_path):
+    """The agent's code, imported by the tests, leaves a detached process behind (its own session, no
+    descriptor of the run's) that waits for test.sh's verdict and rewrites reward.txt to 1 after test.sh
+    exits (before: reward 1.0 without a fix). Processes that outlive test.sh are killed before the
+    reward is read, and since the base's verifier leaves none, the reward is not believed:
+    verdict_tampered, 0, unmasked, with or without the fix. The fix alone earns 1; a task whose own
+    verifier leaves a process (a server it starts) still grades a fix 1 and a non-fix 0, noted."""
+    require_bwrap()
+    task = load_harbor(harbor_task(tmp_path))[0]
+    grader = Grader()
+    for calc in ("a - b", "a + b"):
+        forged = grader.grade(task, _patch(task, LINGER + f"def add(a, b):\n    return {calc}\n"))
+        assert forged.reward == 0.0 and not forged.resolved and not forged.fault, (forged.status, forged.error)
+        assert forged.status == "verdict_tampered" and "outlived tests/test.sh" in forged.error
+    fix = _patch(task, "def add(a, b):\n    return a + b\n")
+    assert grader.grade(task, fix).reward == 1.0
+    serving = load_harbor(harbor_task(tmp_path / "serving", test_sh="#!/bin/bash\n(setsid sleep 300 &)\n"
+                                      + TEST_SH.split("\n", 1)[1]))[0]
+    honest = grader.grade(serving, fix)
+    assert honest.resolved and honest.reward == 1.0, (honest.status, honest.error)
+    assert "the base's verifier leaves 1 too" in honest.error and not honest.flags, (honest.error, honest.flags)
+    assert grader.grade(serving, _patch(serving, "def add(a, b):\n    return a - b\n")).reward == 0.0
