@@ -107,6 +107,9 @@ def main() -> None:
     if last:
         print(f"\nupdate {rows[-1]['update']}'s episodes: rollout logprobs vs the warm-start weights: mean |diff| "
               f"{mismatch_vs(warm / 'checkpoint' / 'model', last, a.temperature):.2e} over {len(last)} episodes")
+        if rows[-1]["batch_samples"] == 0:  # the last update made no step: the checkpoint holds the weights that sampled it
+            print(f"... vs the final checkpoint (the weights before update {rows[-1]['update']}, which made no step): "
+                  f"{mismatch_vs(run / 'checkpoint' / 'model', last, a.temperature):.2e}")
 
 
 if __name__ == "__main__":
