@@ -85,8 +85,11 @@ class GatewaySource:
         todo = [(t, k) for t in items for k in range(1, group_size + 1) if (t.instance_id, k) not in done]
         prepare_each(list({t.instance_id: t for t, _ in todo}.values()), prepare_snapshot, "snapshots",
                      show=self.progress)
-        bar = EpisodeProgress(len(items) * group_size, done=len(items) * group_size - len(todo)) \
-            if self.progress else None
+        bar = None
+        if self.progress:
+            earlier = group_records(log.records, items, group_size)
+            bar = EpisodeProgress(len(items) * group_size, done=len(earlier),
+                                  resolved=sum(bool(r.get("resolved")) for r in earlier))
         hid, model = self.harness(), getattr(client, "name", "policy")
 
         def one(tk: tuple[Task, int]) -> dict[str, Any]:
