@@ -53,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, help="a local Hugging Face model directory (nothing is downloaded)")
     p.add_argument("--init-model", choices=["qwen", "llama"], default=None,
                    help="build a tiny randomly initialised model of this family at --model when it does not exist")
-    p.add_argument("--harness", default="h0", help="preset (train-edit: the small text-tool harness) or spec file")
+    p.add_argument("--harness", default=None, help="preset (default h0; train-edit: the small text-tool harness) or "
+                   "spec file")
     p.add_argument("--updates", type=non_negative_int, default=10)
     p.add_argument("--tasks-per-update", type=positive_int, default=46)
     p.add_argument("--group-size", type=positive_int, default=4)
@@ -105,7 +106,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_preflight_arg(p)
     _add_evolution_args(p)
     _add_verl_args(p)
+    _add_agent_args(p)
     p.set_defaults(func=cmd_train)
+
+
+def _add_agent_args(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument_group("a user's own harness through the gateway (local backend)")
+    a.add_argument("--agent", default=None, metavar="NAME",
+                   help="train the policy as this harness runs it: every GRPO episode is mini-swe-agent (2.4.x, its own "
+                        "venv) behind a gateway in front of the policy being trained, in token mode, graded by this "
+                        "library's grader (as `ha gateway eval --agent`); --warm-start records its demonstrations "
+                        "through the same harness")
+    a.add_argument("--msa-venv", default=None, help="mini-swe-agent's venv (default $HA_MSA_VENV, else .venv-msa; "
+                   "`make msa-venv` creates it)")
+    a.add_argument("--step-limit", type=positive_int, default=60, help="mini-swe-agent's step limit (model calls); "
+                   "reaching it ends the episode max_turns (truncated)")
+    a.add_argument("--command-timeout", type=float, default=120.0, help="seconds per command in the sandbox")
+    a.add_argument("--episode-timeout", type=float, default=1800.0, help="wall-clock seconds per episode "
+                   "(agent_timeout, truncated)")
 
 
 def _add_evolution_args(p: argparse.ArgumentParser) -> None:
@@ -186,6 +204,8 @@ def _claim(args: argparse.Namespace, tasks: list, spec: Any, out: Path, only_che
     from ha_agents.runs.identity import check, claim, command_identity
 
     fields = {"backend": args.backend, "model": str(args.model), "harness_hash": spec.hash, "seed": args.seed, "temperature": args.temperature}
+    if getattr(args, "agent", None):  # a user's harness through the gateway (an older folder has no such field)
+        fields["agent"] = args.agent
     if args.backend == "local":  # what the weights are trained as (an older folder without them is not compared on them)
         fields.update(dtype=args.dtype or "fp32", lora_rank=args.lora_rank)
     identity = command_identity("train", fields, tasks)
@@ -201,11 +221,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ha_cli.selection import select_tasks as _tasks
 
     tasks = _tasks(args)
+    if args.agent is not None:
+        return _train_agent(args, tasks, Path(args.out))
     preflight(args, [("--skill-teacher", args.skill_teacher),
                      ("--teacher", args.teacher if args.evolve and args.proposer == "llm" else None)])
     # the gate's settings, checked before anything is built
     evolve_config = _evolve_config(args) if args.evolve or args.skill_teacher else None
-    spec = resolve_harness(args.harness)
+    spec = resolve_harness(args.harness or "h0")
     if args.max_turns:
         spec = spec.with_limits(max_turns=args.max_turns)
     out = Path(args.out)
@@ -235,6 +257,13 @@ def cmd_train(args: argparse.Namespace) -> int:
                                                                                         args.resume, report)
     else:
         history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report)
+    evaluate = (f"ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
+                f"--harness {out / 'checkpoint' / 'harness.yaml'}")
+    return _finish(args, trainer, out, history, tb, evaluate)
+
+
+def _finish(args: argparse.Namespace, trainer: Any, out: Path, history: list, tb: Any, evaluate: str) -> int:
+    """The end of a local run: the merged LoRA model, the last update's row, the faults, where things are."""
     if tb is not None:
         tb.close()
     if getattr(trainer, "peft", None) is not None and not args.merge and (out / "checkpoint").is_dir():
@@ -246,9 +275,78 @@ def cmd_train(args: argparse.Namespace) -> int:
     records = records_under(out / "rollouts")
     print(fault_summary(records) + network_note(records), end="", file=sys.stderr)
     print(f"\nmetrics: {out / 'metrics.jsonl'}\nplot: {out / 'training.png'}\ncheckpoint: {out / 'checkpoint'} "
-          f"(evaluate it: ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
-          f"--harness {out / 'checkpoint' / 'harness.yaml'})")
+          f"(evaluate it: {evaluate})")
     return 0
+
+
+AGENT_REFUSED = {  # flags that act on this library's wrapper stack, and why --agent cannot take them
+    "evolve": "--evolve evolves this library's wrapper stack (its tools, prompts and hooks); with --agent the episodes "
+              "run the user's own harness, which evolution does not change",
+    "skill_teacher": "--skill-teacher's skills are shown by this library's wrapper stack; a harness behind the gateway "
+                     "sends its own prompts",
+    "harness": "--harness names this library's wrapper stack; with --agent the episodes run the user's harness "
+               "(its own prompts and tools)",
+    "warm_start_harness": "--warm-start-harness records wrapper-stack demonstrations; with --agent, --warm-start "
+                          "records them through the agent itself",
+    "max_turns": "--max-turns is a wrapper-stack limit; with --agent use --step-limit (mini-swe-agent's own)",
+    "pool_k": "--pool-k samples the policy through this library's wrapper stack; measure the tasks with `ha gateway "
+              "eval --agent` and pass the kept ones with --instances",
+}
+
+
+def _refuse_agent(args: argparse.Namespace) -> None:
+    """What ``--agent`` cannot do, said before anything is built (exit 2)."""
+    from ha_agents.train.gateway import AGENTS
+
+    if args.agent not in AGENTS:
+        raise ValueError(f"--agent {args.agent}: only {', '.join(AGENTS)} is supported")
+    if args.backend != "local":
+        raise ValueError("--agent with --backend verl: verl's agent loop runs this library's wrapper stack in its own "
+                         "workers; training a user's harness through the gateway runs with --backend local")
+    if args.env_placement != "local":
+        raise ValueError("--agent with --env-placement ray: the gateway's episodes run their harness and sandbox on "
+                         "this machine; use --env-placement local")
+    for flag, why in AGENT_REFUSED.items():
+        if getattr(args, flag):
+            raise ValueError(why)
+
+
+def _train_agent(args: argparse.Namespace, tasks: list, out: Path) -> int:
+    """``--agent mini-swe-agent``: the driver's loop with the gateway as the rollout source."""
+    from ha_agents.gateway.msa import MSA_VENV, MsaConfig
+    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, train
+    from ha_agents.train.gateway import GatewaySource, warm_start_gateway
+
+    _refuse_agent(args)
+    msa = MsaConfig(venv=args.msa_venv or MSA_VENV, step_limit=args.step_limit, command_timeout_s=args.command_timeout,
+                    episode_timeout_s=args.episode_timeout, sandbox=args.sandbox)
+    harness = msa.harness(msa.check())  # no venv, or not 2.4.x: said here, before a model is loaded
+    _need_torch()
+    trainer = _local_trainer(args, tasks, harness, out)
+    _start_optimizer(trainer, args, Path(args.model))
+    if args.exclude_benchmark:
+        tasks = _pool(args, tasks, trainer, None, RolloutLedger(), out)
+    (out / "gateway.json").write_text(json.dumps({"agent": args.agent, "harness": harness.name, "harness_hash":
+                                                  harness.hash, "venv": msa.venv, "step_limit": msa.step_limit,
+                                                  "sandbox": msa.sandbox}, indent=1) + "\n")
+    if args.warm_start and not args.resume:
+        print(f"warm start: {args.agent} demonstrations of {len(tasks)} task(s) through the gateway, then "
+              f"{args.warm_start} SFT epochs", file=sys.stderr, flush=True)
+        ws = warm_start_gateway(trainer, tasks, msa, out, args.warm_start, args.warm_start_lr, PhaseProgress(),
+                                args.workers)
+        print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved, {ws['tokens']} tokens, "
+              f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
+    tb = _tensorboard(out)
+    config = TrainConfig(updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size,
+                         workers=args.workers, seed=args.seed, save_every=args.save_every,
+                         batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
+                         progress=not args.no_progress, freeze_policy=args.freeze_policy)
+    source = GatewaySource(msa, trainer.token_mode, args.max_tokens, args.workers, not args.no_progress)
+    history = train(trainer, tasks, config, out, resume=args.resume, ledger=RolloutLedger(),
+                    on_update=_update_reporter(args.updates, tb), source=source)
+    model = out / "checkpoint" / "model"
+    return _finish(args, trainer, out, history, tb, f"ha gateway eval --agent {args.agent} --model hf:{model} "
+                   f"--msa-venv {msa.venv} --step-limit {msa.step_limit}")
 
 
 VERL_REFUSED = {  # local-backend flags, and why verl cannot take them

@@ -180,8 +180,10 @@ def _finish(env: RepairEnv, session: Session, status: str, detail: str) -> tuple
     return reward, info
 
 
-def gateway_episode(gw: Gateway, task: Task, cfg: MsaConfig, harness: HarnessId, model: str, work: Path) -> EpisodeRecord:
-    """One task: sandbox, session, harness, grade; never raises for a sandbox, model or harness fault."""
+def gateway_episode(gw: Gateway, task: Task, cfg: MsaConfig, harness: HarnessId, model: str, work: Path,
+                    seed: int | None = None) -> EpisodeRecord:
+    """One task: sandbox, session, harness, grade; never raises for a sandbox, model or harness fault.
+    ``seed``: the episode's sampling seed (training: each call samples with it and its turn)."""
     t0 = time.monotonic()
     env = RepairEnv(task=task, tasks=[task], sandbox=cfg.sandbox, command_timeout_s=cfg.command_timeout_s)
     try:
@@ -192,7 +194,7 @@ def gateway_episode(gw: Gateway, task: Task, cfg: MsaConfig, harness: HarnessId,
                               termination=Termination.SANDBOX_ERROR, mask_sample=True,
                               info={"error": str(exc), "termination": Termination.SANDBOX_ERROR, "mask_sample": True})
             return record_of(task, model, harness, traj, t0)
-        session = gw.open(task.instance_id, sandbox=env.sandbox, command_timeout_s=cfg.command_timeout_s)
+        session = gw.open(task.instance_id, sandbox=env.sandbox, command_timeout_s=cfg.command_timeout_s, seed=seed)
         status, detail = run_harness(gw, session, task, reset_info["workdir"], work, cfg)
         reward, info = _finish(env, session, status, detail)
         gw.end(session)

@@ -133,6 +133,9 @@ class TurnRecorder:
         self.broken = False
         self._closed = True
         self.tools: list[dict[str, Any]] = []
+        self.seed: int | None = None
+        """The episode's sampling seed (training through the gateway): a call whose request names no
+        seed samples with one derived from it and the turn, as the agent loop derives it."""
 
     @property
     def token_mode(self) -> bool:
@@ -183,6 +186,8 @@ class TurnRecorder:
         caps = [c for c in (self.max_tokens, max_tokens, left) if c]
         if "max_tokens" in self._options and caps:
             kw["max_tokens"] = min(caps)
+        if seed is None and self.seed is not None:
+            seed = (int(self.seed) * 1_000_003 + turn) % (2 ** 31)  # as AgentLoop seeds a turn
         if "seed" in self._options and seed is not None:
             kw["seed"] = seed
         in_stream = self.token_mode and not self.broken

@@ -134,14 +134,17 @@ class Gateway:
     def base_url(self, session_id: str) -> str:
         return f"{self.url}/s/{session_id}/v1"
 
-    def open(self, name: str | None = None, sandbox: Any = None, command_timeout_s: float | None = None) -> Session:
-        """A new session (``name``: its id when free, for readable URLs; else a random one)."""
+    def open(self, name: str | None = None, sandbox: Any = None, command_timeout_s: float | None = None,
+             seed: int | None = None) -> Session:
+        """A new session (``name``: its id when free, for readable URLs; else a random one). ``seed``:
+        the episode's sampling seed for calls that name none (``TurnRecorder.seed``)."""
         sid = name if name and re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name) else secrets.token_hex(8)
         with self.lock:
             if sid in self.sessions:
                 sid = f"{sid}-{secrets.token_hex(4)}"
             session = Session(sid, self.recorder_factory(self.client_factory()), self.model, sandbox=sandbox,
                               command_timeout_s=command_timeout_s)
+            session.recorder.seed = seed
             self.sessions[sid] = session
         return session
 

@@ -221,7 +221,7 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
                      len(skills))
             evolved = epoch
             _save(trainer, ckpt, {"next_update": u, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
-                                  "harness": spec.to_dict(), "evolved_epoch": evolved, "skills": skills})
+                                  "harness": _harness_state(spec, source), "evolved_epoch": evolved, "skills": skills})
         batch_tasks = sampler.next(config.tasks_per_update)
         t0 = time.monotonic()
         records = source.rollouts(batch_tasks, config.group_size, trainer.client(),
@@ -246,15 +246,21 @@ def train(trainer: Trainer, tasks: list[Any], config: TrainConfig, out: str | Pa
         history.append(row)
         if u % max(1, config.save_every) == 0 or u == config.updates:
             _save(trainer, ckpt, {"next_update": u + 1, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
-                                  "harness": spec.to_dict(), "evolved_epoch": evolved, "skills": skills})
+                                  "harness": _harness_state(spec, source), "evolved_epoch": evolved, "skills": skills})
         if on_update:
             on_update(row)
     if start > config.updates and not ckpt.exists():  # no update (--updates 0): keep the model as it is now
         _save(trainer, ckpt, {"next_update": start, "sampler": sampler.state_dict(), "ledger": asdict(ledger),
-                              "harness": spec.to_dict(), "evolved_epoch": evolved})
+                              "harness": _harness_state(spec, source), "evolved_epoch": evolved})
     if history:
         plot(history, out / "training.png")
     return history
+
+
+def _harness_state(spec: HarnessSpec, source: Any) -> dict[str, Any] | None:
+    """The harness a checkpoint keeps (``harness.yaml`` beside the model): none when the source's
+    episodes do not run this library's harness (``uses_harness = False``: a gateway harness)."""
+    return spec.to_dict() if getattr(source, "uses_harness", True) else None
 
 
 def _resume(trainer: Trainer, ckpt: Path, sampler: TaskSampler,
