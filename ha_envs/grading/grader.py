@@ -41,6 +41,7 @@ from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
+from . import witness
 from . import ostrace  # noqa: F401  (registers the OS-level watch after the runner guards: it wraps their commands)
 from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
 from .verdicts import RULES
@@ -194,6 +195,8 @@ class Grader:
         reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
         simple = _simple(task.tests.test_command)
         forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
+        if self.watch and not evidence.timed_out and "trace_cut" not in (evidence.watch or []):
+            forged += witness.check(plan, statuses, evidence.witnesses)
         report.canaries = canary_tests.summary(plan, statuses)
         report.watch = evidence.watch
         if report.resolved or forged:
@@ -543,7 +546,7 @@ class Grader:
             except ValueError:
                 evidence.reports[name] = None
         if watch is not None:
-            evidence.watch = read_watch(task, sandbox, watch, evidence.reports)
+            read_watch(task, sandbox, watch, evidence)
         return evidence
 
 
