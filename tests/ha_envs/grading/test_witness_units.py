@@ -115,3 +115,18 @@ def test_scan_reads_witnesses_of_test_threads_in_any_order():
     process; a call strace goes on with on a line without a pid is joined; a process that is no
     test's (12) is not read."""
     assert _scan(TRACE, (), "x.log") == ([], {"wdeadbeef": {"P"}, "w0000000a": {"F"}})
+
+
+@pytest.mark.parametrize("line,kinds", [
+    ("10 close(1) = 0", ["fd_redirect:1"]),                       # the slot freed for a dup of a pipe's end
+    ("10 close(5) = 0", []),
+    ("10 close_range(0, 4294967295, 0) = 0", ["fd_redirect:1", "fd_redirect:2"]),
+    ("10 close_range(3, 4294967295, 0) = 0", []),
+    ("11 close(1) = 0", []),                                      # not a test process: the go command's own
+    (" " * 79, ["trace_garbled"]),                                # a line strace never writes: blanked
+    ("", ["trace_garbled"]),
+    ("\0\0\0\0" + "10 close(5) = 0", ["trace_garbled"]),           # a hole after a truncation
+])
+def test_scan_reads_closed_std_fds_and_lines_strace_never_writes(line, kinds):
+    trace = f'10 execve("/tmp/b/money.test", ["money.test"], 0x1 /* 3 vars */) = 0\n{line}\n'
+    assert _scan(trace, (), "x.log")[0] == kinds
