@@ -12,8 +12,9 @@ import subprocess
 import pytest
 
 from ha_envs.grading.grader import Grader
-from ha_envs.grading.sandboxes import local_sandbox_factory
+from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
 
+from .abuse_helpers import kind  # noqa: F401
 from .inproc_payloads import GO_PRINT_ALL_PASSED, GO_RUN_THEN_LIE, TOUCH
 from .test_abuse_escapes import assert_graded_zero
 
@@ -69,17 +70,23 @@ def test_a_go_init_printing_a_whole_passing_run_earns_nothing(tmp_path):
     assert any("its witness in the OS trace says nothing" in r for r in report.tampering), report.tampering
 
 
-def test_a_go_forgery_that_runs_the_tests_itself_is_caught_by_their_witnesses(tmp_path):
+@pytest.mark.parametrize("kind", ["local", "docker"], indirect=True)
+def test_a_go_forgery_that_runs_the_tests_itself_is_caught_by_their_witnesses(kind, tmp_path):
     """With canaries and twins (grader 12's defences, the watch's kinds off: it sees nothing here
-    either) the forgery resolves: every canary and twin as planted. The witnesses of the graded
-    tests it reported passed say they failed."""
-    _ready()
+    either) the forgery resolves: every canary and twin as planted (shown in the local sandbox).
+    The witnesses of the graded tests it reported passed say they failed; in Docker too, where the
+    host's strace traces the container's Go."""
+    from tests.conftest import require_tool
+
+    require_tool("strace")
     task = _task()
     patch = _patch(task.source_dir, {"money/zz_fmt.go": GO_RUN_THEN_LIE}, TOUCH, tmp_path)
-    unwitnessed = Grader(local_sandbox_factory(), watch=False).grade(task, patch)
-    assert unwitnessed.reward == 1.0, (unwitnessed.status, unwitnessed.tampering)
-    assert unwitnessed.canaries["as_planted"] == unwitnessed.canaries["planted"] and unwitnessed.canaries["twins"]
-    report = Grader(local_sandbox_factory()).grade(task, patch)
+    factory = docker_sandbox_factory() if kind == "docker" else local_sandbox_factory()
+    if kind == "local":
+        unwitnessed = Grader(factory, watch=False).grade(task, patch)
+        assert unwitnessed.reward == 1.0, (unwitnessed.status, unwitnessed.tampering)
+        assert unwitnessed.canaries["as_planted"] == unwitnessed.canaries["planted"] and unwitnessed.canaries["twins"]
+    report = Grader(factory).grade(task, patch)
     assert_graded_zero(report)
     assert report.status == "verdict_tampered" and report.watch == [], (report.status, report.tampering)
     lied = {r.split()[3] for r in report.tampering if "its witness in the OS trace says F" in r}
