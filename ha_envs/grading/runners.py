@@ -18,8 +18,9 @@ What each guard can and cannot guarantee (README, "What the sandbox and grader g
   runner process, apart from the test files' processes, whose printed text becomes comments; the
   parsed TAP, its summary and the exit status must agree with it.
 - ``go``: the test binary prints its own results; a package that prints forged result lines from
-  ``init`` and exits 0 is not detectable from outside. Checked: a passing test has its ``=== RUN``
-  line, and a zero exit status has no failing test.
+  ``init`` and exits 0 is not detectable from its log (the tests' outcome witnesses in the OS trace
+  are: ``witness.py``). Checked here: a passing test has its ``=== RUN`` line, and a zero exit
+  status has no failing test.
 - ``cargo``: each test binary's section (``running N tests`` ... ``test result``) must be complete
   and its counts must match its result lines; a result line outside a section, a section cut short
   with exit status 0, or a count mismatch is tampering. Direct writes to fd 1 that forge a whole
