@@ -46,11 +46,11 @@ from pathlib import PurePosixPath
 from ..sandbox.base import Sandbox
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
+from . import witness
 from .canary_twins import NAME as TWIN_NAME
 from .canary_twins import twins
 from .canary_twins_braces import twins as brace_twins
 from .canary_writers import WRITERS, Canary, _js_binding, _name, _testcase_base, _words, go_imports_testing
-from . import witness
 from .log_parsers import ERROR, FAILED, PASSED
 
 XPASS = "XPASS"

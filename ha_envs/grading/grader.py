@@ -36,12 +36,11 @@ from ..sandbox.shell import ansi_c_quote
 from ..sandbox.provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import Task
 from . import canaries as canary_tests
-from . import faults
+from . import faults, witness
 from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
-from . import witness
 from . import ostrace  # noqa: F401  (registers the OS-level watch after the runner guards: it wraps their commands)
 from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
 from .verdicts import RULES

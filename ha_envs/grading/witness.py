@@ -68,9 +68,9 @@ func {func}(t *testing.T, token string) {{
 def _witnessed(text: str, call: str, rng: random.Random, tokens: dict[str, str]) -> str:
     """``text`` with ``call(t, "token")`` as the first statement of each top-level test."""
     def put(m: re.Match) -> str:
-        token = "w%08x" % rng.getrandbits(32)
+        token = f"w{rng.getrandbits(32):08x}"
         while token in tokens:
-            token = "w%08x" % rng.getrandbits(32)
+            token = f"w{rng.getrandbits(32):08x}"
         tokens[token] = m.group(1)
         return f'{m.group(0)}\n\t{call}({m.group(2)}, "{token}")'
 
