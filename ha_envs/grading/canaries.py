@@ -46,6 +46,7 @@ from pathlib import PurePosixPath
 from ..sandbox.base import Sandbox
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
+from . import witness
 from .canary_twins import NAME as TWIN_NAME
 from .canary_twins import twins
 from .canary_twins_braces import twins as brace_twins
@@ -70,6 +71,8 @@ class CanaryPlan:
     command: str = ""
     """The test command with its name filter widened to the canaries (``widen``); empty when the
     task's own command runs them as it is."""
+    witnesses: dict[str, str] = field(default_factory=dict)
+    """Go: token -> the test whose outcome witness carries it (``witness.py``)."""
     failures_reported: bool = True
     """The log parser reports failing tests. Scale's Pro parsers are not ours, and some list only
     passes (flipt's): there a must-fail canary that is missing is no sign; one reported passed is."""
@@ -214,9 +217,14 @@ def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None, twins_
         if line.startswith("HA_SRC "):
             path, _, data = line[7:].rpartition(" ")
             sources[path] = base64.b64decode(data).decode("utf-8", errors="replace")
+    rng = rng or random.Random(secrets.randbits(128))
     got = plan(task, sources, rng, twins_on)
     if got is None:
         return None
+    from .ostrace import TraceGuard
+
+    if TraceGuard().applies(task) and task.tests.log_parser == "go_test":
+        witness.insert(got, sources, rng)
     # the texts travel inside the command (base64): no helper process, no file of the grader's left
     script = " && ".join([f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d > {ansi_c_quote(target)}"
                           for target, text in got.rewrites.items()] +

@@ -36,7 +36,7 @@ from ..sandbox.shell import ansi_c_quote
 from ..sandbox.provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
 from ..task import Task
 from . import canaries as canary_tests
-from . import faults
+from . import faults, witness
 from .consistency import exit_status_reasons
 from .log_parsers import ERROR, FAILED, get_parser
 from .patchfile import section_paths, split_patch
@@ -194,6 +194,8 @@ class Grader:
         reasons = changed_tests(evidence) + [r for g in guards_for(task) for r in g.check(task, statuses, evidence)]
         simple = _simple(task.tests.test_command)
         forged = canary_tests.check(plan, statuses, evidence.exit_code, evidence.timed_out, simple)
+        if self.watch and not evidence.timed_out and "trace_cut" not in (evidence.watch or []):
+            forged += witness.check(plan, statuses, evidence.witnesses)
         report.canaries = canary_tests.summary(plan, statuses)
         report.watch = evidence.watch
         if report.resolved or forged:
@@ -543,7 +545,7 @@ class Grader:
             except ValueError:
                 evidence.reports[name] = None
         if watch is not None:
-            evidence.watch = read_watch(task, sandbox, watch, evidence.reports)
+            read_watch(task, sandbox, watch, evidence)
         return evidence
 
 

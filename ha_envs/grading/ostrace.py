@@ -9,11 +9,19 @@ traced processes, what they do, and the grader reads the trace back after the ru
   binary under ``target/*/deps/``, node, and everything they start); ``spawn:test-binary`` when a
   test binary starts a test binary (itself again, to rewrite its output);
 - ``fd_redirect:1`` / ``fd_redirect:2``: a test process makes fd 1 or 2 a copy of another
-  descriptor (``dup2``/``dup3``: a pipe through a filter);
+  descriptor (``dup2``/``dup3``: a pipe through a filter), or closes it (``close``/``close_range``:
+  the next descriptor it makes, a ``dup`` of a pipe's end, takes the slot);
 - ``test_source_read``: a test process opens a test source (a hidden test file, ``*_test.go``,
   ``tests/**.rs``, ``*.test.js``): the compilers do, a test binary has no reason to;
-- ``trace_touched``: any process opens, renames, removes or truncates the trace file itself (the
-  call is recorded after it returns, so it survives the tampering it announces).
+- ``trace_touched``: any process opens, renames, removes or truncates the trace file by its name
+  (recorded when the call returns; a writer that goes on to blank the file blanks that line too,
+  and a path of its own, a symlink, is not the trace's name: ``docs/security.md``);
+- ``trace_garbled``: a line of the trace that strace did not write (blanked or zeroed bytes, text
+  that is no call): the file was written by someone else. A rewrite into well-formed lines is not
+  seen.
+
+It also reads the Go tests' outcome witnesses (``prctl(PR_SET_NAME)`` calls of test processes:
+``witness.py``), which ``Grader._judge`` holds the log to.
 
 The record is compared with the gold patch's run of the same task (``Grader._compare_watch``, the
 Python watch's comparison): a kind the gold run does not show -> ``verdict_tampered``. The local
@@ -21,7 +29,8 @@ sandbox uses the host's ``strace``; a Docker grading container gets it, with its
 libraries, read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image
 needs it. Where no strace
 works, the command runs as it is and the run is unwatched (``watch`` None). Limits (``docs/security.md``): the trace is a file in the grading
-copy, which the code under test can find and rewrite (``trace_touched`` is its only witness);
+copy, which the code under test can find and rewrite (``trace_touched`` sees only an open by its
+name);
 node's own runner spawns node processes, wires their fds and reads the test files, so for node
 only programs other than node and the files' readers beyond them can differ from the gold run.
 """
@@ -35,9 +44,11 @@ from typing import Any
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.tracer import TRACER_DIR
 from ..task import Task
+from . import witness
 from .runners import Evidence, GuardRun, register_guard
 
-TRACED = "execve,openat,open,dup2,dup3,clone,clone3,fork,vfork,rename,renameat,renameat2,unlink,unlinkat,truncate"
+TRACED = ("execve,openat,open,dup2,dup3,clone,clone3,fork,vfork,rename,renameat,renameat2,unlink,unlinkat,truncate,"
+          "prctl,close,close_range")
 MAX_TRACE = 48 << 20
 """Bytes of the trace read back; a larger trace is cut there (and says so: ``trace_cut``)."""
 _COMMANDS = re.compile(r"\bgo\s+test\b|\bcargo\s+(?:\+\S+\s+)?test\b|\bnode\s+.*--test\b|\b(?:jest|mocha|vitest)\b")
@@ -62,16 +73,25 @@ def wrap(command: str, trace: str) -> str:
 
 
 def _joined(text: str) -> list[tuple[int, str]]:
-    """(pid, ``call(args) = ret``) with strace's ``<unfinished ...>``/``<... resumed>`` halves joined."""
+    """(pid, ``call(args) = ret``) with strace's ``<unfinished ...>``/``<... resumed>`` halves joined,
+    and a cut call that strace goes on with on the next line, without a pid, joined to it."""
     pending: dict[int, str] = {}
     out = []
+    last: int | None = None  # the pid of the line before, when it was cut off
     for raw in text.splitlines():
         m = _LINE.match(raw)
         if not m:
+            if last is not None and last in pending:  # strace goes on with the cut call on a line without a pid
+                out.append((last, pending.pop(last) + raw))
+            else:
+                out.append((-1, raw))  # not strace's (it writes no empty line either): ``trace_garbled``
+            last = None
             continue
         pid, rest = int(m.group(1)), m.group(2)
+        last = None
         if rest.endswith("<unfinished ...>"):
             pending[pid] = rest[:-len("<unfinished ...>")].rstrip()
+            last = pid
             continue
         resumed = re.match(r"^<\.\.\. \w+ resumed>\s?(.*)$", rest)
         if resumed:
@@ -85,17 +105,51 @@ def _first_string(args: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _closed_std(call: str, args: str) -> list[int]:
+    """Which of fds 1 and 2 a successful ``close``/``close_range`` closed: the slot is then free for
+    the next descriptor made (``dup``, ``pipe``, ``open``), a redirection without ``dup2``."""
+    nums = [int(n) for n in re.findall(r"-?\d+", args)[:2]]
+    if call == "close":
+        return [n for n in nums[:1] if n in (1, 2)]
+    if len(nums) < 2:
+        return []
+    last = nums[1] if nums[1] >= 0 else 1 << 32
+    return [fd for fd in (1, 2) if nums[0] <= fd <= last]
+
+
+def _parents(lines: list[tuple[int, str]]) -> dict[int, int]:
+    """child pid -> the pid whose clone or fork made it."""
+    out: dict[int, int] = {}
+    for pid, rest in lines:
+        m = _CALL.match(rest)
+        if m and m.group(1) in ("clone", "clone3", "fork", "vfork") and m.group(3).isdigit():
+            out.setdefault(int(m.group(3)), pid)
+    return out
+
+
 def record(text: str, hidden: tuple[str, ...], trace: str) -> list[str]:
     """The kinds of behaviour the trace shows (module docstring), sorted."""
+    return _scan(text, hidden, trace)[0]
+
+
+def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], dict[str, set[str]]]:
+    """(the kinds, the outcome witnesses of test processes: ``witness.tokens``)."""
     exe: dict[int, str] = {}
     tester: set[int] = set()
     hidden_names = {h.rsplit("/", 1)[-1] for h in hidden}
     trace_name = trace.rsplit("/", 1)[-1]
     seen: set[str] = set()
-    for pid, rest in _joined(text):
+    calls: list[tuple[bool, str]] = []
+    lines = _joined(text)
+    parent = _parents(lines)
+    for pid, rest in lines:
+        if pid < 0 or "\0" in rest:
+            seen.add("trace_garbled")
         m = _CALL.match(rest)
         if not m:
             continue
+        if pid not in tester and parent.get(pid) in tester:
+            tester.add(pid)  # a thread or child whose first calls strace printed before its parent's clone returned
         call, args, ret = m.groups()
         path = _first_string(args) or ""
         if trace_name in args and call != "execve":
@@ -117,10 +171,14 @@ def record(text: str, hidden: tuple[str, ...], trace: str) -> list[str]:
             fds = re.match(r"^\s*(\d+),\s*(\d+)", args)
             if fds and fds.group(2) in ("1", "2") and fds.group(1) != fds.group(2):
                 seen.add(f"fd_redirect:{fds.group(2)}")
+        elif call in ("close", "close_range") and pid in tester:
+            seen.update(f"fd_redirect:{fd}" for fd in _closed_std(call, args))
         elif call in ("open", "openat") and pid in tester and path:
             if path.rsplit("/", 1)[-1] in hidden_names or _TEST_SOURCE.search(path):
                 seen.add("test_source_read")
-    return sorted(seen)
+        elif call == "prctl":
+            calls.append((pid in tester, rest))
+    return sorted(seen), witness.tokens(calls)
 
 
 @register_guard("ostrace")
@@ -140,11 +198,12 @@ class TraceGuard:
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
         return []  # the trace is compared with the gold run's (Grader._compare_watch), not with the log
 
-    def read_watch(self, task: Task, sandbox: Any, path: str) -> list[str] | None:
-        """The trace's kinds; None when the run was not traced (no strace in the sandbox)."""
+    def read_trace(self, task: Task, sandbox: Any, path: str) -> tuple[list[str] | None, dict[str, set[str]] | None]:
+        """(the trace's kinds, its outcome witnesses); (None, None) when the run was not traced (no
+        strace in the sandbox)."""
         got = sandbox.run(f"test -f {ansi_c_quote(path)} && cat -- {ansi_c_quote(path)}", timeout=120,
                           head_bytes=MAX_TRACE, tail_bytes=0)
         if got.exit_code != 0:
-            return None
-        kinds = record(got.output, task.hidden_test_files, path)
-        return sorted({*kinds, "trace_cut"}) if got.truncated else kinds
+            return None, None
+        kinds, tokens = _scan(got.output, task.hidden_test_files, path)
+        return (sorted({*kinds, "trace_cut"}) if got.truncated else kinds), tokens

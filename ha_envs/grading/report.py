@@ -13,8 +13,10 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/13"  # 13: Harbor: processes that outlive test.sh are killed before the reward is read,
-# and not believed unless the base's verifier leaves some too
+GRADER_VERSION = "ha-grader/13"  # 13: Go tests' outcome witnesses in the OS trace (witness.py): a Go init that
+# runs the tests itself and lies only where no canary or twin can tell earned 1.0 under 12; close(1) is fd_redirect;
+# a trace written by someone else is trace_garbled. Harbor: processes that outlive test.sh are killed before the
+# reward is read, and the reward is not believed unless the base's verifier leaves some too
 # 12: mocha twins of tests inside describe blocks, written after their original
 # 11: twins for Go, Rust, JavaScript; an OS-level watch (strace) of their runs
 # 2: Docker grading in place; SWE-bench Pro through Scale's run scripts

@@ -18,8 +18,9 @@ What each guard can and cannot guarantee (README, "What the sandbox and grader g
   runner process, apart from the test files' processes, whose printed text becomes comments; the
   parsed TAP, its summary and the exit status must agree with it.
 - ``go``: the test binary prints its own results; a package that prints forged result lines from
-  ``init`` and exits 0 is not detectable from outside. Checked: a passing test has its ``=== RUN``
-  line, and a zero exit status has no failing test.
+  ``init`` and exits 0 is not detectable from its log (the tests' outcome witnesses in the OS trace
+  are: ``witness.py``). Checked here: a passing test has its ``=== RUN`` line, and a zero exit
+  status has no failing test.
 - ``cargo``: each test binary's section (``running N tests`` ... ``test result``) must be complete
   and its counts must match its result lines; a result line outside a section, a section cut short
   with exit status 0, or a count mismatch is tampering. Direct writes to fd 1 that forge a whole
@@ -77,6 +78,9 @@ class Evidence:
     watch: list[str] | None = None
     """What the watch saw the code under test do (``watch_record``); None when the run was not
     watched (no guard keeps a watch for its runner, or its Python is older than 3.8)."""
+    witnesses: dict[str, set[str]] | None = None
+    """Go: outcome witnesses the OS trace holds, token -> outcomes (``witness.py``); None when the
+    run was not traced."""
 
 
 def changed_tests(ev: Evidence) -> list[str]:
@@ -152,15 +156,17 @@ _PYTEST_CMD = re.compile(r"(^|[\s/;&|(])(py\.?test)(\s|$)|-m\s+pytest\b")
 _SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+ ?s(?:econds)?\b.*?=*\s*$")
 
 
-def read_watch(task: Task, sandbox: Any, watch: tuple[str, str], reports: dict[str, dict | None]) -> list[str] | None:
-    """The watch record of a run: (guard name, its watch file). A guard that reads its own
-    (``ostrace.TraceGuard``) does; the pytest guard's file and report are read together."""
+def read_watch(task: Task, sandbox: Any, watch: tuple[str, str], evidence: Evidence) -> None:
+    """The watch record of a run into ``evidence`` (``watch``, and ``witnesses`` where the guard
+    reads them): (guard name, its watch file). A guard that reads its own (``ostrace.TraceGuard``)
+    does; the pytest guard's file and report are read together."""
     guard = GUARDS[watch[0]]
-    if hasattr(guard, "read_watch"):
-        return guard.read_watch(task, sandbox, watch[1])
+    if hasattr(guard, "read_trace"):
+        evidence.watch, evidence.witnesses = guard.read_trace(task, sandbox, watch[1])
+        return
     got = sandbox.run(f"head -c 65536 -- {ansi_c_quote(watch[1])} 2>/dev/null", timeout=60)
-    rep = reports.get(watch[0])
-    return watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
+    rep = evidence.reports.get(watch[0])
+    evidence.watch = watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
 
 
 @register_guard("pytest")
