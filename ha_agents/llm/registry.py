@@ -112,7 +112,9 @@ def _parametric(kind: str) -> None:
     def build(arg: str, o: ModelOptions) -> LLMClient:
         from .scripted import PolicyClient
 
-        return PolicyClient(PARAMETRIC[kind](arg))
+        client = PolicyClient(PARAMETRIC[kind](arg))
+        client.name = f"{kind}:{arg}"  # records name the probabilities too
+        return client
 
     register_model_kind(kind, check=check)(build)
 
