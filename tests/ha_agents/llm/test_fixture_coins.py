@@ -59,6 +59,12 @@ def test_specs_carry_the_probabilities_and_bad_ones_are_refused():
                       ("tool_coin:0.2", "expected tool_coin:P0,P1"), ("coin_prompt:", "expected coin_prompt:P")):
         with pytest.raises(ValueError, match=says):
             check_model_spec(bad)
+    from ha_agents.llm.weights import weights_identity
+
+    ids = [weights_identity(m) for m in ("coin_prompt:0.3", "coin_prompt:0.5", "tool_coin:0.3,0.5")]
+    assert len({json.dumps(i, sort_keys=True) for i in ids}) == 3 and all(i["kind"] == "scripted" for i in ids)
+    with pytest.raises(ValueError, match="not a probability"):
+        weights_identity("tool_coin:0.3,7")
 
 
 def test_the_cli_runs_both_fixtures(tmp_path, capsys):
