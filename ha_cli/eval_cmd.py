@@ -14,14 +14,14 @@ from ha_cli.model_check import add_model_fault_args, add_preflight_arg, positive
 from ha_cli.sampling import add_max_tokens, model_options
 
 
-GOLD_POLICIES = ("oracle", "tool_user", "coin", "hasty", "hasty_prompt")
+GOLD_POLICIES = ("oracle", "tool_user", "coin", "hasty", "hasty_prompt", "coin_prompt", "tool_coin")
 """Scripted models that play a task's gold patch (``ha_agents/llm/policies.py``)."""
 
 
 def _harbor_oracles(tasks: list, model: str, sandbox: str) -> list:
     """Harbor tasks with their gold patch made from ``solution/solve.sh`` (``ha_envs/harbor/oracle.py``)
     when the model plays gold patches; every task as it is otherwise."""
-    if model not in GOLD_POLICIES or not any(t.benchmark == "harbor" and not t.gold_patch for t in tasks):
+    if model.partition(":")[0] not in GOLD_POLICIES or not any(t.benchmark == "harbor" and not t.gold_patch for t in tasks):
         return tasks
     from ha_envs.grading.sandboxes import docker_sandbox_factory, local_sandbox_factory
     from ha_envs.harbor.oracle import with_oracle

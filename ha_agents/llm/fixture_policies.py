@@ -1,5 +1,6 @@
 """Fixture policies for the evolution tests and the CPU demonstration: deterministic, model-free,
-registered beside ``oracle`` and ``null`` (``--model tool_user``, ``--model coin``).
+registered beside ``oracle`` and ``null`` (``--model tool_user``, ``--model coin``; ``coin_prompt:P`` and
+``tool_coin:P0,P1`` take their probabilities in the spec).
 
 They are not models of an agent; each is built so that what evolution can change shows, or does
 not show, in its outcomes:
@@ -22,7 +23,16 @@ not show, in its outcomes:
   first observation and the tools' schemas), as a seeded LLM's draw changes with its prompt: a
   harness change that only rewrites the prompt (a tool it never calls) leaves its success rate at
   ``p_careful`` but redraws every episode's coin. Against it a reward that reuses the run which
-  selected the failures (seed for seed) pays a neutral patch.
+  selected the failures (seed for seed) pays a neutral patch;
+- ``coin_prompt`` (``coin_prompt:P``, P = 0.5 by default) is the null of the evolution gate's
+  end-to-end check (``benchmarks/bench_gate_e2e.py``): it solves the task (as ``oracle``) on heads
+  of a coin of probability P, whatever the harness, with the coin drawn from the sampling seed
+  *and the prompt* as ``hasty_prompt``'s: two harnesses that show it the same prompt flip the
+  same coins on common seeds, two that show different prompts (a tool added) flip independent
+  ones, so equivalent harnesses still differ by noise;
+- ``tool_coin`` (``tool_coin:P0,P1``, 0.25 and 0.75 by default) is ``coin_prompt`` with a planted
+  effect of known size: heads probability P0 where the harness lacks ``run_tests`` and P1 where it
+  offers it (the rule proposer's first candidate on ``h0`` adds it).
 """
 
 from __future__ import annotations
@@ -143,6 +153,64 @@ class HastyPolicy(_Deciding):
         return out
 
 
+def prompt_digest(observation: list[dict[str, Any]], info: dict[str, Any]) -> str:
+    """A digest of what a model sees first: the first observation's texts and the tools' schemas."""
+    prompt = json.dumps([[str(m.get("content", "")) for m in observation], info.get("tools") or []],
+                        sort_keys=True, default=str)
+    return hashlib.sha256(prompt.encode()).hexdigest()[:16]
+
+
+def probability(text: str, what: str) -> float:
+    """``text`` as a probability in [0, 1], or a ValueError naming ``what``."""
+    try:
+        p = float(text)
+    except ValueError:
+        raise ValueError(f"{what}: {text!r} is not a number (a probability in [0, 1])") from None
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{what}: {p:g} is not a probability in [0, 1]")
+    return p
+
+
+class PromptCoinPolicy(_Deciding):
+    """Solves the task on heads of a coin of probability ``p`` drawn from (sampling seed, a digest of
+    the prompt), whatever the harness; gives up on tails."""
+
+    name = "coin_prompt"
+
+    def __init__(self, solve: Solver, p: float = 0.5) -> None:
+        super().__init__(solve)
+        self.p = probability(str(p), "coin_prompt's heads probability")
+        self._prompt = ""
+
+    def heads(self, info: dict[str, Any]) -> float:
+        """The heads probability under the harness ``info`` describes (here: ``p`` under any)."""
+        return self.p
+
+    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        if self._plan is None:
+            self._prompt = prompt_digest(observation, self._info)
+        return super().act(observation, info)
+
+    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
+        rng = random.Random(f"{seed}/{self._prompt}") if seed is not None else random.Random()
+        return self.solve(task, info) if rng.random() < self.heads(info) else _give_up(info)
+
+
+class PlantedCoinPolicy(PromptCoinPolicy):
+    """``coin_prompt`` whose heads probability is ``p_without`` where the harness lacks ``tool`` and
+    ``p_with`` where it offers it: a planted effect of ``p_with - p_without``."""
+
+    name = "tool_coin"
+    tool = "run_tests"
+
+    def __init__(self, solve: Solver, p_without: float = 0.25, p_with: float = 0.75) -> None:
+        super().__init__(solve, p_without)
+        self.p_with = probability(str(p_with), "tool_coin's heads probability with run_tests")
+
+    def heads(self, info: dict[str, Any]) -> float:
+        return self.p_with if self.tool in _names(info) else self.p
+
+
 class PromptHastyPolicy(HastyPolicy):
     """``hasty`` with the careful coin drawn from (sampling seed, a digest of the prompt): the first
     observation's texts and the tools' schemas."""
@@ -151,9 +219,7 @@ class PromptHastyPolicy(HastyPolicy):
 
     def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
         if self._plan is None:
-            prompt = json.dumps([[str(m.get("content", "")) for m in observation], self._info.get("tools") or []],
-                                sort_keys=True, default=str)
-            self._prompt = hashlib.sha256(prompt.encode()).hexdigest()[:16]
+            self._prompt = prompt_digest(observation, self._info)
         return super().act(observation, info)
 
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:

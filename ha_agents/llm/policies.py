@@ -7,7 +7,8 @@ gold patch through the harness's own tools: ``edit_file`` / ``create_file`` (or 
 has only bash; it runs ``run_tests`` when the harness offers it, then submits (again, if a hook
 refused the first submission). ``null`` submits at once. The fixtures ``tool_user`` (solves
 only where the harness offers ``run_tests``) and ``coin`` (a fair coin per episode, whatever the
-harness) are in ``fixture_policies``.
+harness), ``coin_prompt`` and ``tool_coin`` (the evolution gate's end-to-end null and planted effect)
+are in ``fixture_policies``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ha_envs.sandbox.provision.workcopy import prepare_snapshot
 from ha_envs.task import Task
 
 from .patch_edits import PatchEditError, patch_to_edits
-from .fixture_policies import CoinPolicy, HastyPolicy, PromptHastyPolicy, ToolUserPolicy
+from .fixture_policies import (CoinPolicy, HastyPolicy, PlantedCoinPolicy, PromptCoinPolicy, PromptHastyPolicy,
+                               ToolUserPolicy)
 
 
 class Policy(Protocol):
@@ -136,8 +138,34 @@ def _oracle_plan(task: Task, info: dict[str, Any]) -> list[ToolCall]:
 POLICIES: dict[str, Callable[[], Policy]] = {
     "oracle": OraclePolicy, "null": NullPolicy,
     "tool_user": lambda: ToolUserPolicy(_oracle_plan), "coin": lambda: CoinPolicy(_oracle_plan),
-    "hasty": lambda: HastyPolicy(_oracle_plan), "hasty_prompt": lambda: PromptHastyPolicy(_oracle_plan)}
+    "hasty": lambda: HastyPolicy(_oracle_plan), "hasty_prompt": lambda: PromptHastyPolicy(_oracle_plan),
+    "coin_prompt": lambda: PromptCoinPolicy(_oracle_plan), "tool_coin": lambda: PlantedCoinPolicy(_oracle_plan)}
 """Policy factories by name (``--model NAME``)."""
+
+
+def coin_prompt(arg: str) -> Policy:
+    """``--model coin_prompt:P``: the harness-blind coin with heads probability P."""
+    return PromptCoinPolicy(_oracle_plan, float(_probabilities("coin_prompt", arg, 1)[0]))
+
+
+def tool_coin(arg: str) -> Policy:
+    """``--model tool_coin:P0,P1``: heads P0 without ``run_tests``, P1 with it."""
+    p0, p1 = _probabilities("tool_coin", arg, 2)
+    return PlantedCoinPolicy(_oracle_plan, p0, p1)
+
+
+def _probabilities(kind: str, arg: str, n: int) -> list[float]:
+    from .fixture_policies import probability
+
+    parts = [x.strip() for x in arg.split(",")] if arg.strip() else []
+    if len(parts) != n:
+        shape = "P" if n == 1 else ",".join(f"P{i}" for i in range(n))
+        raise ValueError(f"{kind}:{arg}: expected {kind}:{shape} ({n} probability(ies) in [0, 1], comma-separated)")
+    return [probability(x, f"{kind}:{arg}") for x in parts]
+
+
+PARAMETRIC: dict[str, Callable[[str], Policy]] = {"coin_prompt": coin_prompt, "tool_coin": tool_coin}
+"""Fixture policies that take parameters in the spec (``--model NAME:ARGS``)."""
 
 
 def make_policy(name: str) -> Policy:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .base import LLMClient
 from .options import ModelOptions
-from .policies import POLICIES, make_policy
+from .policies import PARAMETRIC, POLICIES, make_policy
 
 Builder = Callable[[str, ModelOptions], LLMClient]
 """(the spec's argument after ``KIND:``, the run's model options) -> a client."""
@@ -41,7 +41,8 @@ def model_kinds() -> list[str]:
 def _unknown(spec: str) -> ValueError:
     kinds = ", ".join(f"{k}:..." for k in model_kinds())
     return ValueError(f"unknown model {spec!r}: use a scripted model ({', '.join(sorted(POLICIES))}) or one of "
-                      f"{kinds} (openai:NAME@URL, replay:TRAJECTORIES.jsonl, hf:MODEL_DIR, menu:REPLIES.yaml)")
+                      f"{kinds} (openai:NAME@URL, replay:TRAJECTORIES.jsonl, hf:MODEL_DIR, menu:REPLIES.yaml, coin_prompt:P, "
+                      "tool_coin:P0,P1)")
 
 
 def _split(spec: str) -> tuple[str, str]:
@@ -102,6 +103,24 @@ def _menu(arg: str, o: ModelOptions) -> LLMClient:
     from .scripted import MenuClient
 
     return MenuClient(arg)
+
+
+def _parametric(kind: str) -> None:
+    def check(arg: str) -> None:
+        PARAMETRIC[kind](arg)
+
+    def build(arg: str, o: ModelOptions) -> LLMClient:
+        from .scripted import PolicyClient
+
+        client = PolicyClient(PARAMETRIC[kind](arg))
+        client.name = f"{kind}:{arg}"  # records name the probabilities too
+        return client
+
+    register_model_kind(kind, check=check)(build)
+
+
+for _kind in PARAMETRIC:  # coin_prompt:P, tool_coin:P0,P1 (fixture policies with their probabilities)
+    _parametric(_kind)
 
 
 @register_model_kind("hf")

@@ -108,10 +108,11 @@ def weights_identity(spec: Any, revision: str | None = None, options: ModelOptio
     be told (a model directory without ``config.json``, a server that does not list the model)."""
     if not isinstance(spec, str):
         return {"kind": "client", "type": type(spec).__name__, "name": getattr(spec, "name", ""), "revision": revision}
-    from .policies import POLICIES, make_policy
+    from .policies import PARAMETRIC, POLICIES, make_policy
 
-    if spec in POLICIES:
-        cls = type(make_policy(spec))
+    base, sep, params = spec.partition(":")
+    if spec in POLICIES or (sep and base in PARAMETRIC):
+        cls = type(make_policy(spec) if spec in POLICIES else PARAMETRIC[base](params))  # the parameters in the name
         mods = {c.__module__ for c in cls.__mro__ if c.__module__.startswith("ha_agents.")}
         # the modules its class and the library classes it builds on live in, the registry's (its plans),
         # and the class itself (a policy a user registers from elsewhere)
