@@ -154,12 +154,11 @@ def _need_torch() -> None:
 
 def _claim(args: argparse.Namespace, tasks: list, spec: Any, out: Path, only_check: bool = False) -> None:
     """The run's identity in ``out`` (``ha_agents.train.session.claim_training``): another run's folder is refused."""
-    from ha_agents.train.local import LocalConfig
     from ha_agents.train.session import claim_training
 
-    local = LocalConfig(dtype=args.dtype or "fp32", lora_rank=args.lora_rank) if args.backend == "local" else None
+    weights = (args.dtype or "fp32", args.lora_rank) if args.backend == "local" else None
     claim_training(out, tasks, backend=args.backend, model=str(args.model), harness=spec, seed=args.seed,
-                   temperature=args.temperature, local=local, only_check=only_check)
+                   temperature=args.temperature, weights=weights, only_check=only_check)
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -22,13 +22,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ha_envs.harness import HarnessSpec
 
 from .driver import RolloutLedger, TrainConfig, train, with_token_mode
-from .local import LocalConfig
 from .reporting import PhaseProgress, stderr_line
+
+if TYPE_CHECKING:  # the module imports torch; a run's trainer needs it, this module's import does not
+    from .local import LocalConfig
+
+
+def _local_config() -> "LocalConfig":
+    from .local import LocalConfig
+
+    return LocalConfig()
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class LocalRun:
     model: Path
     out: Path
     train: TrainConfig
-    local: LocalConfig = field(default_factory=LocalConfig)
+    local: "LocalConfig" = field(default_factory=_local_config)
     context_tokens: int | None = None
     """The episode's token budget; None: the model's positions, at most 65536."""
     init_model: str | None = None
@@ -165,7 +173,7 @@ def local_trainer(run: LocalRun, tasks: list[Any], progress: Callable[[str], Non
     config = replace(run.local, context_tokens=resolve_context(model, run.context_tokens)).validate()
     spec = run.train.episodes.harness
     claim = dict(backend="local", model=str(run.model), harness=spec, seed=run.train.seed,
-                 temperature=config.temperature, local=config)
+                 temperature=config.temperature, weights=(config.dtype, config.lora_rank))
     if run.out.exists() and (run.out / "metrics.jsonl").exists() and not run.resume:
         claim_training(run.out, tasks, only_check=True, **claim)  # another run's folder: its differences first
         raise ValueError(f"{run.out} already holds a training run; pass --resume to continue it or choose another --out")
@@ -176,16 +184,16 @@ def local_trainer(run: LocalRun, tasks: list[Any], progress: Callable[[str], Non
 
 
 def claim_training(out: Path, tasks: list[Any], *, backend: str, model: str, harness: HarnessSpec, seed: int,
-                   temperature: float, local: LocalConfig | None = None, only_check: bool = False) -> None:
+                   temperature: float, weights: tuple[str, int] | None = None, only_check: bool = False) -> None:
     """Record the run's identity in ``out``, refusing a folder another command or another run wrote
-    (``ha_agents.runs.identity``); the number of epochs may grow on a resume. ``local``: the local
-    trainer's config (what the weights train as: dtype, LoRA rank)."""
+    (``ha_agents.runs.identity``); the number of epochs may grow on a resume. ``weights``: what the
+    local trainer trains them as, (dtype, LoRA rank)."""
     from ha_agents.runs.identity import check, claim, command_identity
 
     fields: dict[str, Any] = {"backend": backend, "model": model, "harness_hash": harness.hash, "seed": seed,
                               "temperature": temperature}
-    if local is not None:  # an older folder without them is not compared on them
-        fields.update(dtype=local.dtype, lora_rank=local.lora_rank)
+    if weights is not None:  # an older folder without them is not compared on them
+        fields.update(dtype=weights[0], lora_rank=weights[1])
     identity = command_identity("train", fields, tasks)
     problem = check(Path(out), identity)
     if problem is not None:
