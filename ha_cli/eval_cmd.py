@@ -42,11 +42,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     token_mode = None
     if args.tokenizer:
-        from ha_agents.chat.positions import resolve_context
-
-        args.context_tokens = resolve_context(args.tokenizer, args.context_tokens)
-        token_mode = TokenMode(args.template, args.tokenizer, args.context_tokens)
-        template, _ = token_mode.resolve()  # a bad tokenizer or template fails here, before any episode
+        token_mode = TokenMode.of_model(args.tokenizer, args.context_tokens, args.template)
+        template, _ = token_mode.resolve()
         print(f"token mode: template {getattr(template, 'name', template)}, tokenizer {args.tokenizer}", file=sys.stderr)
     options = model_options(args)
     from ha_envs.grading.sandboxes import shared_loopback_note

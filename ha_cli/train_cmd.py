@@ -7,40 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
 from ha_cli.sampling import add_max_tokens
 from ha_cli.selection import add_source
-
-
-class PhaseProgress:
-    """``warm_start``'s progress on stderr: a line per demonstration set, and per SFT epoch at most
-    one every ``every_s`` seconds (the first and the last always), with elapsed time and ETA. A
-    phase starts when the one before it ended."""
-
-    def __init__(self, every_s: float = 10.0) -> None:
-        self.every_s = every_s
-        self._phase = ""
-        self._start = self._previous = time.monotonic()
-        self._printed = 0.0
-
-    def __call__(self, phase: str, done: int, total: int, value: float) -> None:
-        from ha_agents.runs.progress import clock
-
-        now = time.monotonic()
-        if phase != self._phase:
-            self._phase, self._start = phase, self._previous
-        self._previous = now
-        if done not in (1, total) and now - self._printed < self.every_s:
-            return
-        self._printed = now
-        elapsed = now - self._start
-        what = f"{int(value)} records" if phase == "demonstrations" else f"SFT loss {value:.4f}"
-        print(f"warm start {phase} {done}/{total}: {what} | elapsed {clock(elapsed)} | "
-              f"ETA {clock(elapsed / done * (total - done))}", file=sys.stderr, flush=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -199,21 +171,13 @@ def _need_torch() -> None:
 
 
 def _claim(args: argparse.Namespace, tasks: list, spec: Any, out: Path, only_check: bool = False) -> None:
-    """Record the run's identity in ``out``, refusing a folder another command or another run wrote
-    (``ha_agents.runs.identity``); the number of epochs may grow on a resume."""
-    from ha_agents.runs.identity import check, claim, command_identity
+    """The run's identity in ``out`` (``ha_agents.train.session.claim_training``): another run's folder is refused."""
+    from ha_agents.train.session import claim_training
 
-    fields = {"backend": args.backend, "model": str(args.model), "harness_hash": spec.hash, "seed": args.seed, "temperature": args.temperature}
-    if getattr(args, "agent", None):  # a user's harness through the gateway (an older folder has no such field)
-        fields["agent"] = args.agent
-    if args.backend == "local":  # what the weights are trained as (an older folder without them is not compared on them)
-        fields.update(dtype=args.dtype or "fp32", lora_rank=args.lora_rank)
-    identity = command_identity("train", fields, tasks)
-    problem = check(out, identity)
-    if problem is not None:
-        raise problem
-    if not only_check:
-        claim(out, identity)
+    weights = (args.dtype or "fp32", args.lora_rank) if args.backend == "local" else None
+    claim_training(out, tasks, backend=args.backend, model=str(args.model), harness=spec, seed=args.seed,
+                   temperature=args.temperature, weights=weights, only_check=only_check,
+                   agent=getattr(args, "agent", None))
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -234,42 +198,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.backend == "verl":
         return _train_verl(args, tasks, spec, out, evolve_config)
     _need_torch()
-    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, train
+    from ha_agents.train.reporting import UpdateReporter
+    from ha_agents.train.session import LocalSession
+    from ha_evolve.coevolution import CoEvolution
 
-    trainer = _local_trainer(args, tasks, spec, out)
-    check_context(trainer.token_mode, tasks[0], spec)
-    _start_optimizer(trainer, args, Path(args.model))
-    episodes = run_episodes(args, spec, trainer)
-    ledger = RolloutLedger()
-    if args.exclude_benchmark or args.pool_k:
-        tasks = _pool(args, tasks, trainer, episodes, ledger, out)
-    if args.warm_start and not args.resume:
-        _warm_start(args, tasks, trainer, spec, out)
-    tb = _tensorboard(out)
-    train_config = TrainConfig(
-        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,
-        workers=args.workers, seed=args.seed, save_every=args.save_every,
-        batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
-        progress=not args.no_progress, freeze_policy=args.freeze_policy)
-    report = _update_reporter(args.updates, tb)
-    if args.evolve or args.skill_teacher:
-        history = _coevolution(args, tasks, out, ledger, episodes, evolve_config).train(trainer, train_config,
-                                                                                        args.resume, report)
-    else:
-        history = train(trainer, tasks, train_config, out, resume=args.resume, ledger=ledger, on_update=report)
-    evaluate = (f"ha eval --model hf:{out / 'checkpoint' / 'model'} --tokenizer {out / 'checkpoint' / 'model'} "
-                f"--harness {out / 'checkpoint' / 'harness.yaml'}")
-    return _finish(args, trainer, out, history, tb, evaluate)
+    session = LocalSession.start(local_run(args, spec, out), tasks)
+    report = UpdateReporter(args.updates, out)
+    loop = CoEvolution.of(session, coevolve_config(args, evolve_config)) if evolve_config is not None else None
+    history = session.train(report, loop=loop)
+    report.close()
+    session.finish()
+    model = out / "checkpoint" / "model"
+    return _finish(out, history, f"ha eval --model hf:{model} --tokenizer {model} "
+                   f"--harness {out / 'checkpoint' / 'harness.yaml'}")
 
 
-def _finish(args: argparse.Namespace, trainer: Any, out: Path, history: list, tb: Any, evaluate: str) -> int:
-    """The end of a local run: the merged LoRA model, the last update's row, the faults, where things are."""
-    if tb is not None:
-        tb.close()
-    if getattr(trainer, "peft", None) is not None and not args.merge and (out / "checkpoint").is_dir():
-        trainer.save_merged(out / "checkpoint" / "model")  # the final policy as a plain model directory
-        print(f"merged the LoRA adapter into {out / 'checkpoint' / 'model'} (the adapter: "
-              f"{out / 'checkpoint' / 'adapter'})", file=sys.stderr)
+def _finish(out: Path, history: list, evaluate: str) -> int:
+    """The end of a local run: the last update's row, the faults, where things are."""
     print(json.dumps(history[-1] if history else {}, default=str))
     from ha_envs.grading.faults import fault_summary, network_note, records_under
     records = records_under(out / "rollouts")
@@ -313,19 +258,27 @@ def _refuse_agent(args: argparse.Namespace) -> None:
 
 def _train_agent(args: argparse.Namespace, tasks: list, out: Path) -> int:
     """``--agent mini-swe-agent``: the driver's loop with the gateway as the rollout source."""
+    from dataclasses import replace
+
     from ha_agents.gateway.msa import MSA_VENV, MsaConfig
-    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, train
+    from ha_agents.train import BatchPolicy, RolloutLedger, TrainConfig, build_pool, train
     from ha_agents.train.gateway import GatewaySource, warm_start_gateway
+    from ha_agents.train.reporting import PhaseProgress, UpdateReporter
+    from ha_agents.train.session import local_trainer, start_optimizer
 
     _refuse_agent(args)
     msa = MsaConfig(venv=args.msa_venv or MSA_VENV, step_limit=args.step_limit, command_timeout_s=args.command_timeout,
                     episode_timeout_s=args.episode_timeout, sandbox=args.sandbox)
     harness = msa.harness(msa.check())  # no venv, or not 2.4.x: said here, before a model is loaded
     _need_torch()
-    trainer = _local_trainer(args, tasks, harness, out)
-    _start_optimizer(trainer, args, Path(args.model))
+    run = replace(local_run(args, resolve_harness("h0"), out), agent=harness, warm_start=None)
+    trainer = local_trainer(run, tasks)
+    start_optimizer(trainer, run)
     if args.exclude_benchmark:
-        tasks = _pool(args, tasks, trainer, None, RolloutLedger(), out)
+        from ha_envs.swe_datasets import load_benchmark
+
+        tasks = build_pool(tasks, evaluation=load_benchmark(args.exclude_benchmark), model=None, k=1,
+                           out=out / "pool", seed=args.seed, ledger=RolloutLedger(), workers=args.workers).tasks
     (out / "gateway.json").write_text(json.dumps({"agent": args.agent, "harness": harness.name, "harness_hash":
                                                   harness.hash, "venv": msa.venv, "step_limit": msa.step_limit,
                                                   "sandbox": msa.sandbox}, indent=1) + "\n")
@@ -336,17 +289,20 @@ def _train_agent(args: argparse.Namespace, tasks: list, out: Path) -> int:
                                 args.workers)
         print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved, {ws['tokens']} tokens, "
               f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
-    tb = _tensorboard(out)
     config = TrainConfig(updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size,
                          workers=args.workers, seed=args.seed, save_every=args.save_every,
                          batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
                          progress=not args.no_progress, freeze_policy=args.freeze_policy)
     source = GatewaySource(msa, trainer.token_mode, args.max_tokens, args.workers, not args.no_progress)
-    history = train(trainer, tasks, config, out, resume=args.resume, ledger=RolloutLedger(),
-                    on_update=_update_reporter(args.updates, tb), source=source)
+    report = UpdateReporter(args.updates, out)
+    history = train(trainer, tasks, config, out, resume=args.resume, ledger=RolloutLedger(), on_update=report,
+                    source=source)
+    report.close()
+    if getattr(trainer, "peft", None) is not None and not args.merge and (out / "checkpoint").is_dir():
+        trainer.save_merged(out / "checkpoint" / "model")  # the final policy as a plain model directory
     model = out / "checkpoint" / "model"
-    return _finish(args, trainer, out, history, tb, f"ha gateway eval --agent {args.agent} --model hf:{model} "
-                   f"--msa-venv {msa.venv} --step-limit {msa.step_limit}")
+    return _finish(out, history, f"ha gateway eval --agent {args.agent} --model hf:{model} --msa-venv {msa.venv} "
+                   f"--step-limit {msa.step_limit}")
 
 
 VERL_REFUSED = {  # local-backend flags, and why verl cannot take them
@@ -394,14 +350,11 @@ def _verl_coevolution(args: argparse.Namespace, spec: Any, out: Path, evolve: An
     from dataclasses import asdict
 
     from ha_agents.train.verl_launch import _task_source
-    from ha_evolve.coevolution import CoEvolveConfig
-    from ha_evolve.proposers import ProposerOptions, make_proposer
+    from ha_evolve.proposers import make_proposer
     from ha_evolve.verl_coevolution import VerlCoEvolvePlan, write_plan
 
-    options = ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or "")
-    config = CoEvolveConfig(every=args.evolve_every, proposer=args.proposer if args.evolve else None,
-                            proposer_options=options, evolve=evolve, skill_teacher=args.skill_teacher,
-                            model_label=str(args.model)).validate()
+    config = coevolve_config(args, evolve).validate()
+    options = config.proposer_options
     if config.proposer is not None:
         make_proposer(config.proposer, options)  # an unknown proposer or a missing teacher fails here
 
@@ -416,136 +369,46 @@ def _verl_coevolution(args: argparse.Namespace, spec: Any, out: Path, evolve: An
     return compose
 
 
-def _local_trainer(args: argparse.Namespace, tasks: list, spec: Any, out: Path) -> Any:
-    """The local torch trainer on ``--model`` (built first with ``--init-model`` when missing), once
-    ``out`` is claimed for this run."""
-    from ha_agents.chat.positions import resolve_context
-    from ha_agents.train.local import LocalConfig, LocalTrainer
-    from ha_agents.train.losses import LossConfig
-
-    model = Path(args.model)
-    if not model.exists():
-        if not args.init_model:
-            raise ValueError(f"--model {model}: no such directory (pass --init-model qwen|llama to build a tiny one)")
-        from ha_agents.train.models import init_model
-
-        init_model(model, args.init_model, seed=args.seed)
-        print(f"built a tiny {args.init_model}-family model at {model}", file=sys.stderr)
-    args.context_tokens = resolve_context(model, args.context_tokens)
-    if out.exists() and (out / "metrics.jsonl").exists() and not args.resume:
-        _claim(args, tasks, spec, out, only_check=True)  # another run's folder: its differences, not this advice
-        raise ValueError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
-    _claim(args, tasks, spec, out)
-    config = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
-                         max_tokens=args.max_tokens, context_tokens=args.context_tokens, seed=args.seed,
-                         loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef),
-                         **size_settings(args)).validate()
-    trainer = LocalTrainer(model, config)
-    print(trainer.memory_estimate().line(), file=sys.stderr, flush=True)
-    return trainer
-
-
-def _pool(args: argparse.Namespace, tasks: list, trainer: Any, episodes: Any, ledger: Any, out: Path) -> list:
-    """``--exclude-benchmark`` / ``--pool-k``: the tasks kept for training."""
-    from ha_agents.train import build_pool
-
-    evaluation = []
-    if args.exclude_benchmark:
-        from ha_envs.swe_datasets import load_benchmark
-
-        evaluation = load_benchmark(args.exclude_benchmark)
-    report = build_pool(tasks, evaluation=evaluation, model=trainer.client() if args.pool_k else None,
-                        k=max(1, args.pool_k), out=out / "pool", seed=args.seed, ledger=ledger, workers=args.workers,
-                        episodes=episodes)
-    print(f"task pool: {len(report.tasks)} of {len(tasks)} (always solved: {len(report.solved_always)}; "
-          f"repositories shared with the evaluation set: {len(report.repo_overlap)})", file=sys.stderr)
-    if not report.tasks:
-        raise ValueError("the task pool is empty: the policy solves every task in all samples")
-    return report.tasks
-
-
-def _warm_start(args: argparse.Namespace, tasks: list, trainer: Any, spec: Any, out: Path) -> None:
-    from ha_agents.train.recipes import warm_start
-
-    demo_spec = resolve_harness(args.warm_start_harness) if args.warm_start_harness else spec
-    print(f"warm start: demonstrations of {len(tasks)} task(s), then {args.warm_start} SFT epochs", file=sys.stderr,
-          flush=True)
-    ws = warm_start(trainer, tasks, out, harness=demo_spec, epochs=args.warm_start, lr=args.warm_start_lr,
-                    habit_harness=spec if demo_spec.hash != spec.hash else None, progress=PhaseProgress())
-    print(f"warm start: {ws['resolved']}/{ws['demonstrations']} demonstrations resolved "
-          f"({ws['unknown_tool_calls']} calls to tools the harness lacks), {ws['tokens']} tokens, "
-          f"SFT loss {ws['sft_loss_first']:.3f} -> {ws['sft_loss_last']:.4f}", file=sys.stderr)
-
-
-def _update_reporter(updates: int, tb: Any) -> Any:
-    """One line per update on stderr (and the row's numbers to TensorBoard when it is installed)."""
-
-    def report(row: dict[str, Any]) -> None:
-        print(f"update {row['update']}/{updates}: reward {row['reward_mean']:.3f}  pass {row['pass_rate']:.3f}  "
-              f"trainable {row['trainable_rate']:.3f}  samples {row['batch_samples']}  "
-              f"loss {row.get('loss', float('nan')):.4f}  grad {row.get('grad_norm', float('nan')):.3f}  "
-              f"mismatch {row.get('logprob_mismatch_mean', float('nan')):.2e}  "
-              f"({row['rollout_s']:.0f}s rollout, {row['update_s']:.0f}s update){_no_update_note(row)}",
-              file=sys.stderr, flush=True)
-        if tb is not None:
-            for k, v in row.items():
-                if isinstance(v, (int, float)):
-                    tb.add_scalar(f"train/{k}", v, row["update"])
-            tb.flush()
-
-    return report
-
-
-def _no_update_note(row: dict[str, Any]) -> str:
-    """Why an update trained on nothing (its loss and gradient are then nan): the groups' outcomes
-    and the records the batch policy dropped."""
-    if row.get("batch_samples"):
-        return ""
-    dropped = ", ".join(f"{n} {why}" for why, n in sorted((row.get("dropped") or {}).items())) or "none"
-    return (f"\n  no update: no group had both a success and a failure after the batch policy "
-            f"({row.get('mixed_groups', 0)} mixed, {row.get('all_success_groups', 0)} all-success, "
-            f"{row.get('all_failure_groups', 0)} all-failure groups; dropped: {dropped})")
-
-
-def run_episodes(args: argparse.Namespace, spec: Any, trainer: Any) -> Any:
-    """The run's one ``EpisodeConfig``: training, the pool, skill preparation and evolution run
-    variants of it (``replace``: the epoch's harness, a seed), so every setting reaches them all."""
+def local_run(args: argparse.Namespace, spec: Any, out: Path) -> Any:
+    """The flags of a local-backend run as the library's ``LocalRun`` (``ha_agents.train.session``):
+    one ``EpisodeConfig`` (training, the pool, skill preparation and evolution run variants of it:
+    the epoch's harness, a seed, so every setting reaches them all), the trainer's config, the warm start."""
     from ha_agents.episode import EpisodeConfig
     from ha_agents.llm.options import ModelOptions
+    from ha_agents.train import BatchPolicy, TrainConfig
+    from ha_agents.train.local import LocalConfig
+    from ha_agents.train.losses import LossConfig
+    from ha_agents.train.session import LocalRun, WarmStart
 
-    return EpisodeConfig(spec, sandbox=args.sandbox, token_mode=trainer.token_mode,
-                         model_options=ModelOptions(max_tokens=args.max_tokens),
-                         env_placement=args.env_placement).validate()
+    episodes = EpisodeConfig(spec, sandbox=args.sandbox, model_options=ModelOptions(max_tokens=args.max_tokens),
+                             env_placement=args.env_placement).validate()
+    train = TrainConfig(
+        updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,
+        workers=args.workers, seed=args.seed, save_every=args.save_every,
+        batch=BatchPolicy(truncated=args.truncated, normalize_std=args.norm_adv_by_std),
+        progress=not args.no_progress, freeze_policy=args.freeze_policy)
+    local = LocalConfig(lr=args.lr, temperature=args.temperature, mini_batches=args.mini_batches,
+                        max_tokens=args.max_tokens, seed=args.seed,
+                        loss=LossConfig(agg=args.loss_agg, kl_coef=args.kl_coef, entropy_coef=args.entropy_coef),
+                        **size_settings(args))
+    warm = (WarmStart(args.warm_start, args.warm_start_lr,
+                      resolve_harness(args.warm_start_harness) if args.warm_start_harness else None)
+            if args.warm_start else None)
+    return LocalRun(args.model, out, train, local, context_tokens=args.context_tokens, init_model=args.init_model,
+                    warm_start=warm, optimizer_from=Path(args.optimizer_from) if args.optimizer_from else None,
+                    pool_k=args.pool_k, exclude_benchmark=args.exclude_benchmark, resume=args.resume)
 
 
-def _start_optimizer(trainer: Any, args: argparse.Namespace, model: Path) -> None:
-    """``--optimizer-from``: continue a checkpoint's AdamW moments in this new run; without it, say
-    so when the weights come from a checkpoint whose optimizer state lies beside them."""
-    if args.resume:
-        if args.optimizer_from:
-            print(f"--optimizer-from {args.optimizer_from}: not read, --resume continues {args.out}/checkpoint's "
-                  "own optimizer state", file=sys.stderr)
-        return
-    if args.optimizer_from:
-        blob = trainer.load_optimizer(Path(args.optimizer_from))
-        steps = max((float(s.get("step", 0)) for s in blob["optimizer"]["state"].values()), default=0)
-        print(f"optimizer: continued from {args.optimizer_from} (AdamW moments of {steps:.0f} optimizer steps); "
-              f"learning rate {args.lr:g}", file=sys.stderr)
-    elif (model.parent / "trainer.pt").is_file():
-        print(f"optimizer: fresh (the checkpoint's own state, {model.parent / 'trainer.pt'}, is not read; "
-              f"pass --optimizer-from {model.parent} to continue it)", file=sys.stderr)
-
-
-def _coevolution(args: argparse.Namespace, tasks: list, out: Path, ledger: Any, episodes: Any, evolve: Any) -> Any:
-    """``--evolve`` / ``--skill-teacher`` parsed into the library's ``CoEvolution`` (the epoch start)."""
-    from ha_evolve.coevolution import CoEvolution, CoEvolveConfig
+def coevolve_config(args: argparse.Namespace, evolve: Any) -> Any:
+    """``--evolve`` / ``--skill-teacher`` parsed into the library's ``CoEvolveConfig`` (``evolve``: the
+    schedule's settings, ``_evolve_config``); ``ha_evolve.coevolution.CoEvolution`` runs it."""
+    from ha_evolve.coevolution import CoEvolveConfig
     from ha_evolve.proposers import ProposerOptions
 
-    config = CoEvolveConfig(
+    return CoEvolveConfig(
         every=args.evolve_every, proposer=args.proposer if args.evolve else None,
         proposer_options=ProposerOptions(teacher=args.teacher or "", command=args.teacher_command or ""),
         evolve=evolve, skill_teacher=args.skill_teacher, model_label=str(args.model))
-    return CoEvolution(tasks, out, episodes, config, ledger)
 
 
 def _evolve_config(args: argparse.Namespace) -> Any:
@@ -556,29 +419,3 @@ def _evolve_config(args: argparse.Namespace) -> Any:
     return EvolveConfig(rounds=args.evolve_rounds, group_size=args.evolve_group_size,
                         candidates=args.evolve_candidates, workers=args.workers, seed=args.seed,
                         **gate_config(args)).validate()
-
-
-def check_context(token_mode: Any, task: Any, spec: Any) -> int:
-    """The first prompt's length; a ValueError when it leaves no room to generate."""
-    import ha_envs
-    from ha_agents.chat.tokens import as_codec
-
-    template, tok = token_mode.resolve()
-    env = ha_envs.make(task=task, harness=spec)
-    try:
-        obs, info = env.reset()
-    finally:
-        env.close()
-    n = len(as_codec(tok).encode(template.prompt(obs, info.get("tools") or [])))
-    if n >= token_mode.context_tokens:
-        raise ValueError(f"the first prompt of {task.instance_id} is {n} tokens, the context budget "
-                         f"{token_mode.context_tokens}: raise --context-tokens or use a harness with fewer tools")
-    return n
-
-
-def _tensorboard(out: Path) -> Any:
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except Exception:  # noqa: BLE001 - tensorboard is optional
-        return None
-    return SummaryWriter(str(out / "tensorboard"))

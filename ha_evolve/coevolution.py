@@ -4,10 +4,13 @@ start the skill teacher and an evolution schedule against the policy being train
 ``CoEvolution`` is the epoch-start callback ``ha_agents.train.train`` takes (``evolve=``): the
 training side knows nothing of evolution (``ha_agents`` never imports ``ha_evolve``), and this
 module composes the two. ``ha train --evolve`` / ``--skill-teacher`` only parse flags into a
-``CoEvolveConfig``; a benchmark or a notebook builds the same object in Python::
+``CoEvolveConfig``; a benchmark or a notebook builds the same object in Python, over a started
+``LocalSession`` (``ha_agents.train.session``: the trainer, the pool, the warm start)::
 
-    coevo = CoEvolution(tasks, out, episodes, CoEvolveConfig(every=2, evolve=EvolveConfig(rounds=1)))
-    history = coevo.train(trainer, TrainConfig(updates=4, episodes=episodes, ...))
+    session = LocalSession.start(LocalRun(model, out, TrainConfig(updates=4, episodes=episodes)), tasks)
+    history = session.train(loop=CoEvolution.of(session, CoEvolveConfig(every=2, evolve=EvolveConfig(rounds=1))))
+
+or on its parts: ``CoEvolution(tasks, out, episodes, config).train(trainer, train_config)``.
 
 Every episode (the skill teacher's preparation rollouts, both sides of every gate comparison, the
 GRPO rollouts) runs a variant of the one ``EpisodeConfig`` given (``replace``: the epoch's
@@ -78,6 +81,13 @@ class CoEvolution:
             from ha_evolve.skills import SkillTeacher
 
             self.teacher = SkillTeacher(make_model(config.skill_teacher))
+
+    @classmethod
+    def of(cls, session: Any, config: CoEvolveConfig, progress: Callable[[str], None] | None = None) -> "CoEvolution":
+        """The loop over a started ``ha_agents.train.session.LocalSession`` (its tasks, out folder,
+        episodes and ledger): ``session.train(on_update, loop=CoEvolution.of(session, config))``."""
+        return cls(session.tasks, session.run.out, session.episodes, config, session.ledger,
+                   progress=progress or session.progress)
 
     def train(self, trainer: Any, config: TrainConfig, resume: bool = False,
               on_update: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
