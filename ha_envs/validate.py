@@ -72,11 +72,12 @@ class ValidationResult:
     fault_cause: str = ""
     """That fault in words."""
     canaries: dict = field(default_factory=dict)
-    watch: dict = field(default_factory=dict)
-    """side (gold, empty) -> what the watch saw the code under test do (``GradeReport.watch``; None
-    when the run was not watched), and ``gold_tampered`` when the gold patch was taken for a forgery."""
     """How the hidden canary tests came out in each grading (``{"gold": {...}, "empty": {...}}``,
     the grade reports' counts); empty when none were planted."""
+    watch: dict = field(default_factory=dict)
+    """side (gold, empty) -> what the watch saw the code under test do (``GradeReport.watch``; None
+    when the run was not watched). The gold run is the reference the watch compares with, so a
+    validation never flags the gold patch by the watch: measure false alarms by grading it again."""
     node: str = ""
     """The Ray node that validated it (``ha tasks validate --executor ray``); empty on this machine."""
 
