@@ -32,6 +32,9 @@ def running_cluster():
     port = _free_port()
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)
+    # no drain on SIGTERM: the whole group gets the signal, so the node's drain request would wait
+    # out Ray's 30 s for a GCS that is already gone (teardown ~35 s instead of ~5 s)
+    env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "0"
     head = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
                              "--include-dashboard=false"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
