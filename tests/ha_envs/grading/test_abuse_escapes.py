@@ -112,7 +112,12 @@ if "pytest" in _sys.modules:
 '''
 
 
-def _quick(task, timeout_s: int = 15):
+# The tiny task's base run takes <= 2.5 s in the local sandbox and <= 3.7 s in Docker on a machine
+# with a load of ~17 on 2 cores: these limits leave it >= 3x that, and the hang waits out no more.
+TINY_LIMIT = {"local": 8, "docker": 12}
+
+
+def _quick(task, timeout_s: int):
     return dataclasses.replace(task, tests=dataclasses.replace(task.tests, timeout_s=timeout_s))
 
 
@@ -122,7 +127,7 @@ def test_a_run_cut_off_by_its_time_limit_never_resolves(kind, form, tiny_task, t
     """The real fix, or forged PASSED lines for every listed test, then a hang past the time limit
     (an ``atexit`` sleep: the log already says everything passed). Cut off, the run is unresolved,
     and the patch's fault: the base's run, in a fresh copy, finishes in time."""
-    task = _quick(tiny_task)
+    task = _quick(tiny_task, TINY_LIMIT[kind])
     listed = [*task.tests.fail_to_pass, *task.tests.pass_to_pass]
     hang = _PASS_THEN_HANG.replace("FORGED", repr(tuple(listed)))
     patch = patch_of(task.source_dir, ">>calc.py", hang, tmp_path / "p")
@@ -136,7 +141,7 @@ def test_a_run_cut_off_by_its_time_limit_never_resolves(kind, form, tiny_task, t
 
 def test_a_base_that_runs_out_of_time_too_is_masked_with_its_cause(kind, tiny_task):
     """The environment's fault, not the patch's: the base's run in a fresh copy is cut off too."""
-    task = _quick(tiny_task, 5)
+    task = _quick(tiny_task, 2)  # both runs sleep 60 s first: cut off at any limit
     task = dataclasses.replace(task, tests=dataclasses.replace(task.tests,
                                                                test_command="sleep 60; " + task.tests.test_command))
     with pytest.raises(EnvironmentFault, match="time limit") as caught:
@@ -534,14 +539,16 @@ def test_network_errors_printed_by_the_patch_excuse_nothing(kind, tiny_task, tmp
 # -- the same escapes in Go and JavaScript ---------------------------------------------------------
 
 OTHER_LANGUAGES = {
-    # (task, time limit s, file the payload is appended to, a hang at load time, a copy poisoned before
-    # exiting); the limits leave the base's run room (Go compiles first) on a loaded CI machine
-    "go": ("mini__go_ledger", 60, ">>money/currency.go",
+    # (task, time limit s per sandbox, file the payload is appended to, a hang at load time, a copy
+    # poisoned before exiting); the limits leave the base's run room (Go compiles first) on a loaded
+    # machine: >= 3x its run at a load of ~17 on 2 cores (Go local <= 16.5 s, JavaScript local <= 5 s;
+    # JavaScript in Docker took up to 11.8 s and keeps 25)
+    "go": ("mini__go_ledger", {"local": 50}, ">>money/currency.go",
            "\nfunc init() {\n\tif os.Getenv(\"HA_NEVER\") == \"\" {\n\t\ttime.Sleep(time.Hour)\n\t}\n}\n",
            "\nfunc init() {\n\tfor _, d := range []string{\"../importer\", \"../ledger\", \"../money\", \"../report\"} {\n"
            "\t\tfs, _ := filepath.Glob(d + \"/*_test.go\")\n\t\tfor _, f := range fs {\n\t\t\tos.Remove(f)\n\t\t}\n"
            "\t}\n\tos.Exit(1)\n}\n"),
-    "javascript": ("mini__js_template", 25, ">>src/escape.js",
+    "javascript": ("mini__js_template", {"local": 15, "docker": 25}, ">>src/escape.js",
                    "\nif (!process.env.HA_NEVER) { const t = Date.now(); while (Date.now() - t < 3600e3) {} }\n",
                    "\nrequire('fs').rmSync(require('path').join(__dirname, '..', 'test'), {recursive: true, force: true});\n"
                    "process.exit(1);\n"),
@@ -581,7 +588,7 @@ def test_other_languages_hang_and_poison_without_reward_or_mask(kind, language, 
     time) and one that deletes the test files and exits (the base in a fresh copy starts) are both
     graded zero and never masked."""
     name, limit, path, hang, poison = OTHER_LANGUAGES[language]
-    task = _quick(_task(name), limit)
+    task = _quick(_task(name), limit[kind])
     g = grader(kind)
     report = g.grade(task, task.gold_patch + _language_patch(task, path, hang, tmp_path / "hang"))
     assert_graded_zero(report)

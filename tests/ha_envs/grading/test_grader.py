@@ -149,7 +149,8 @@ def test_hanging_tests_time_out_unresolved(tiny_task):
     hang = (
         "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+import time; time.sleep(600)\n"
         " def add(a, b):\n     return a + b\n")
-    quick = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, timeout_s=20))
+    # the base's run takes <= 2.5 s here at a load of ~17 on 2 cores: 8 s leaves >= 3x that
+    quick = dataclasses.replace(tiny_task, tests=dataclasses.replace(tiny_task.tests, timeout_s=8))
     report = Grader().grade(quick, hang)
     assert report.status == "tests_timed_out" and not report.resolved and report.reward == 0.0
     assert "at base, in a fresh copy, they finish in time" in report.error  # the patch's fault: not masked
