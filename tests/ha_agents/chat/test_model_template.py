@@ -13,7 +13,6 @@ import ha_envs
 from ha_agents.chat.template import ModelTemplate, TemplateError
 from ha_agents.episode import TokenMode
 from ha_agents.llm.fake_server import FakeOpenAIServer
-from ha_agents.llm.openai_http import OpenAIClient, OpenAIConfig
 from ha_agents.llm.scripted import ScriptedClient
 from ha_agents.loop import AgentLoop, LoopConfig
 from ha_agents.chat.families import FAMILIES, hf_tokenizer

@@ -6,7 +6,6 @@ sandboxes; several first show, in the agent's own runs, that the payload really 
 
 from __future__ import annotations
 
-import os
 
 import pytest
 

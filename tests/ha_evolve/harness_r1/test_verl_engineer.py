@@ -6,7 +6,6 @@ scripted stand-in for verl's server over a locally built tokenizer, against a re
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from pathlib import Path
 
