@@ -71,6 +71,10 @@ class _Deciding:
         """The episode's calls (each fixture's rule); subclasses implement it."""
         raise NotImplementedError
 
+    def rng(self, seed: int | None) -> random.Random:
+        """The episode's coin source: the sampling seed (unseeded without one)."""
+        return random.Random(seed) if seed is not None else random.Random()
+
     def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
         assert self._task is not None, "start() comes first"
         if self._plan is None:
@@ -113,8 +117,7 @@ class CoinPolicy(_Deciding):
     p_heads = 0.5
 
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
-        rng = random.Random(seed) if seed is not None else random.Random()
-        return self.solve(task, info) if rng.random() < self.p_heads else _give_up(info)
+        return self.solve(task, info) if self.rng(seed).random() < self.p_heads else _give_up(info)
 
 
 FORCED_RUN = "[the harness ran: "
@@ -135,8 +138,7 @@ class HastyPolicy(_Deciding):
         self._submitted = False
 
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
-        rng = random.Random(seed) if seed is not None else random.Random()
-        self._careful = rng.random() < self.p_careful
+        self._careful = self.rng(seed).random() < self.p_careful
         return self.solve(task, info) if self._careful else _give_up(info)
 
     def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
@@ -171,7 +173,23 @@ def probability(text: str, what: str) -> float:
     return p
 
 
-class PromptCoinPolicy(_Deciding):
+class _PromptDrawn(_Deciding):
+    """A fixture whose coin is drawn from (sampling seed, a digest of the prompt: the first
+    observation's texts and the tools' schemas), so two harnesses that show it different prompts
+    flip independent coins on one seed."""
+
+    _prompt = ""
+
+    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        if self._plan is None:
+            self._prompt = prompt_digest(observation, self._info)
+        return super().act(observation, info)
+
+    def rng(self, seed: int | None) -> random.Random:
+        return random.Random(f"{seed}/{self._prompt}") if seed is not None else random.Random()
+
+
+class PromptCoinPolicy(_PromptDrawn):
     """Solves the task on heads of a coin of probability ``p`` drawn from (sampling seed, a digest of
     the prompt), whatever the harness; gives up on tails."""
 
@@ -180,20 +198,13 @@ class PromptCoinPolicy(_Deciding):
     def __init__(self, solve: Solver, p: float = 0.5) -> None:
         super().__init__(solve)
         self.p = probability(str(p), "coin_prompt's heads probability")
-        self._prompt = ""
 
     def heads(self, info: dict[str, Any]) -> float:
         """The heads probability under the harness ``info`` describes (here: ``p`` under any)."""
         return self.p
 
-    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
-        if self._plan is None:
-            self._prompt = prompt_digest(observation, self._info)
-        return super().act(observation, info)
-
     def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
-        rng = random.Random(f"{seed}/{self._prompt}") if seed is not None else random.Random()
-        return self.solve(task, info) if rng.random() < self.heads(info) else _give_up(info)
+        return self.solve(task, info) if self.rng(seed).random() < self.heads(info) else _give_up(info)
 
 
 class PlantedCoinPolicy(PromptCoinPolicy):
@@ -211,18 +222,7 @@ class PlantedCoinPolicy(PromptCoinPolicy):
         return self.p_with if self.tool in _names(info) else self.p
 
 
-class PromptHastyPolicy(HastyPolicy):
-    """``hasty`` with the careful coin drawn from (sampling seed, a digest of the prompt): the first
-    observation's texts and the tools' schemas."""
+class PromptHastyPolicy(_PromptDrawn, HastyPolicy):
+    """``hasty`` with the careful coin drawn from (sampling seed, a digest of the prompt)."""
 
     name = "hasty_prompt"
-
-    def act(self, observation: list[dict[str, Any]], info: dict[str, Any]) -> Any:
-        if self._plan is None:
-            self._prompt = prompt_digest(observation, self._info)
-        return super().act(observation, info)
-
-    def decide(self, task: Task, info: dict[str, Any], seed: int | None) -> list[ToolCall]:
-        rng = random.Random(f"{seed}/{self._prompt}") if seed is not None else random.Random()
-        self._careful = rng.random() < self.p_careful
-        return self.solve(task, info) if self._careful else _give_up(info)
