@@ -154,9 +154,10 @@ def _outlived_only_with_the_patch(grader, task: Task, snapshot: Snapshot | None,
     reward is not believed (``verdict_tampered``, reward 0, unmasked; True). When the base leaves some
     too, that is the task's verifier: noted, and the reward stands (False)."""
     base = _verify(grader, task, "", GradeReport(task.instance_id, "unresolved", False), snapshot) if patched else None
-    if base is not None and base[4]:
+    if not patched or (base is not None and base[4]):  # no patch: this run is the base's own
+        left = len(survivors) if base is None else len(base[4])
         report.error = (f"{len(survivors)} process(es) outlived tests/test.sh; the base's verifier leaves "
-                        f"{len(base[4])} too (the task's own): they were killed before the reward was read")
+                        f"{left} too (the task's own): they were killed before the reward was read")
         return False
     why = (f"{len(survivors)} process(es) started during the tests outlived tests/test.sh (and could rewrite the "
            "reward file after the verifier wrote it); at base, in a fresh copy, the verifier leaves none")

@@ -257,3 +257,5 @@ def test_a_process_left_running_by_the_code_under_test_cannot_rewrite_the_reward
     assert honest.resolved and honest.reward == 1.0, (honest.status, honest.error)
     assert "the base's verifier leaves 1 too" in honest.error and not honest.flags, (honest.error, honest.flags)
     assert grader.grade(serving, _patch(serving, "def add(a, b):\n    return a - b\n")).reward == 0.0
+    empty = grader.grade(serving, "")  # no patch: the run is the base's own, its verifier's process is the task's
+    assert empty.status == "unresolved" and empty.reward == 0.0 and "leaves 1 too" in empty.error, empty.status
