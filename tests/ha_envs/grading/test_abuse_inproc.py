@@ -7,7 +7,6 @@ twins and watch on). The gold patch, graded with all of it, still earns 1.0."""
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
@@ -31,20 +30,19 @@ def _patch(source_dir, files: dict[str, str], edits: dict[str, tuple[str, str]],
     """The diff of writing ``files`` and putting each edit's text after its anchor line."""
     import shutil
 
+    from tests.conftest import _git_diff
+
+    def edit(repo):
+        for path, text in files.items():
+            (repo / path).write_text(text)
+        for path, (anchor, add) in edits.items():
+            src = (repo / path).read_text()
+            assert anchor in src, path
+            (repo / path).write_text(src.replace(anchor, anchor + add, 1))
+
     repo = tmp_path / "repo"
     shutil.copytree(source_dir, repo)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
-    for path, text in files.items():
-        (repo / path).write_text(text)
-    for path, (anchor, add) in edits.items():
-        src = (repo / path).read_text()
-        assert anchor in src, path
-        (repo / path).write_text(src.replace(anchor, anchor + add, 1))
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    return subprocess.run([*git, "diff", "--cached"], cwd=repo, check=True, capture_output=True, text=True).stdout
+    return _git_diff(repo, edit)
 
 
 def _ready():
