@@ -259,3 +259,16 @@ def test_a_process_left_running_by_the_code_under_test_cannot_rewrite_the_reward
     assert grader.grade(serving, _patch(serving, "def add(a, b):\n    return a - b\n")).reward == 0.0
     empty = grader.grade(serving, "")  # no patch: the run is the base's own, its verifier's process is the task's
     assert empty.status == "unresolved" and empty.reward == 0.0 and "leaves 1 too" in empty.error, empty.status
+
+
+def test_a_reward_planted_read_only_before_the_verdict_earns_nothing(tmp_path):
+    """The code under test writes reward.txt = 1 first and makes it and its folder read-only, so the
+    verifier's own `echo 0 >` should fail: the verifier's write still lands (the grading shell may
+    write over the mode), and no fix earns nothing."""
+    require_bwrap()
+    task = load_harbor(harbor_task(tmp_path))[0]
+    plant = ("import os\ntry:\n    open('/logs/verifier/reward.txt', 'w').write('1\\n')\n"
+             "    os.chmod('/logs/verifier/reward.txt', 0o444)\n    os.chmod('/logs/verifier', 0o555)\n"
+             "except OSError:\n    pass\n")
+    forged = Grader().grade(task, _patch(task, plant + "def add(a, b):\n    return a - b\n"))
+    assert forged.reward == 0.0 and not forged.resolved and not forged.fault, (forged.status, forged.error)
