@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
-from ha_cli.sampling import add_max_tokens, add_sampling_args
+from ha_cli.sampling import add_max_tokens, add_sampling_args, model_options
 from ha_cli.selection import add_source as _add_source
 from ha_cli.train_cmd import add_size_args
 from ha_cli.selection import select_tasks as _tasks
@@ -145,18 +145,18 @@ def _add_target(p: argparse.ArgumentParser, out: str) -> None:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from ha_agents.llm.options import ModelOptions
     from ha_agents.llm.weights import weights_warning
     from ha_cli.model_check import preflight
     from ha_evolve.harness_r1.harness_edit import Target
 
+    options = model_options(args, max_tokens=None)  # --max-tokens is the engineer's
     if not getattr(args, "dry_run", False):  # a dry run contacts no model
-        preflight(args, [("--model", args.model)], ModelOptions(temperature=args.temperature, top_p=args.top_p))
+        preflight(args, [("--model", args.model)], options)
     warning = weights_warning(args.model, args.model_revision)
     if warning:
         print(warning, file=sys.stderr)
     return Target.create(args.model, args.harness, sandbox=args.sandbox, runs=args.runs, seed=args.seed,
-                         temperature=args.temperature, top_p=args.top_p, workers=args.workers,
+                         temperature=options.temperature, top_p=options.top_p, workers=args.workers,
                          revision=args.model_revision)
 
 
@@ -192,11 +192,10 @@ def cmd_base(args: argparse.Namespace) -> int:
 
 def _client(spec: str, args: argparse.Namespace, flag: str) -> Any:
     """The client of ``flag``'s model spec (the teacher, the engineer), checked first."""
-    from ha_agents.llm.options import ModelOptions
     from ha_agents.llm.registry import make_model
     from ha_cli.model_check import preflight
 
-    options = ModelOptions(temperature=args.engineer_temperature)
+    options = model_options(args, temperature="engineer_temperature", top_p=None, max_tokens=None)
     preflight(args, [(flag, spec)], options if flag == "--model" else None)
     return make_model(spec, options)
 

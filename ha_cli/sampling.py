@@ -36,23 +36,29 @@ def add_max_tokens(group: Any, default: int | None, help: str = "cap per model c
                        metavar="--max-tokens", help=argparse.SUPPRESS)
 
 
-def model_options(args: argparse.Namespace, temperature: str = "temperature") -> Any:
+def model_options(args: argparse.Namespace, temperature: str | None = "temperature", top_p: str | None = "top_p",
+                  max_tokens: str | None = "max_tokens") -> Any:
     """The ``ModelOptions`` of every model flag the command has (``--temperature``, ``--top-p``,
     ``--max-tokens``, ``--model-kwargs``, ``--api-key-env``, ``--max-attempts``, ``--backoff-max``);
-    one function for every command that takes a model. ``temperature``: the attribute holding it
-    (``engineer_temperature`` for the engineer's own sampling)."""
+    one function for every command that takes a model. ``temperature``, ``top_p``, ``max_tokens``:
+    the attributes holding them for this model, None where the command's flag is another model's
+    (``ha engineer``: ``--temperature`` and ``--top-p`` are the target's, ``--engineer-temperature``
+    the engineer's, ``--max-tokens`` the engineer's trainer's; ``ha train``: ``--temperature`` is the
+    trainer's sampling)."""
     from ha_agents.llm.options import ModelOptions, load_model_kwargs
 
-    temp, top_p = getattr(args, temperature, None), getattr(args, "top_p", None)
+    temp = getattr(args, temperature, None) if temperature else None
+    nucleus = getattr(args, top_p, None) if top_p else None
     if temp is not None and temp < 0:
         raise ValueError(f"--{temperature.replace('_', '-')} {temp}: must be at least 0")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"--top-p {top_p}: must be in (0, 1]")
+    if nucleus is not None and not 0 < nucleus <= 1:
+        raise ValueError(f"--{top_p.replace('_', '-')} {nucleus}: must be in (0, 1]")
     kwargs = getattr(args, "model_kwargs", None)
-    fields = {"max_tokens": getattr(args, "max_tokens", None), "extra": load_model_kwargs(kwargs) if kwargs else {},
+    fields = {"max_tokens": getattr(args, max_tokens, None) if max_tokens else None,
+              "extra": load_model_kwargs(kwargs) if kwargs else {},
               "api_key_env": getattr(args, "api_key_env", None), "max_attempts": getattr(args, "max_attempts", None),
               "backoff_max_s": getattr(args, "backoff_max", None)}
-    return ModelOptions(temperature=temp, top_p=top_p, **{k: v for k, v in fields.items() if v is not None})
+    return ModelOptions(temperature=temp, top_p=nucleus, **{k: v for k, v in fields.items() if v is not None})
 
 
 def greedy_warning(model: Any, options: Any, group_size: int) -> str | None:

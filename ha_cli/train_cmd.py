@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ha_cli.model_check import add_preflight_arg, non_negative_int, positive_int
-from ha_cli.sampling import add_max_tokens
+from ha_cli.sampling import add_max_tokens, model_options
 from ha_cli.selection import add_source
 
 
@@ -374,13 +374,12 @@ def local_run(args: argparse.Namespace, spec: Any, out: Path) -> Any:
     one ``EpisodeConfig`` (training, the pool, skill preparation and evolution run variants of it:
     the epoch's harness, a seed, so every setting reaches them all), the trainer's config, the warm start."""
     from ha_agents.episode import EpisodeConfig
-    from ha_agents.llm.options import ModelOptions
     from ha_agents.train import BatchPolicy, TrainConfig
     from ha_agents.train.local import LocalConfig
     from ha_agents.train.losses import LossConfig
     from ha_agents.train.session import LocalRun, WarmStart
 
-    episodes = EpisodeConfig(spec, sandbox=args.sandbox, model_options=ModelOptions(max_tokens=args.max_tokens),
+    episodes = EpisodeConfig(spec, sandbox=args.sandbox, model_options=model_options(args, temperature=None, top_p=None),
                              env_placement=args.env_placement).validate()
     train = TrainConfig(
         updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size, episodes=episodes,

@@ -103,3 +103,31 @@ def test_one_token_cap_flag_and_its_deprecated_alias(argv, capsys):
     assert parser.parse_args([*argv, "--max-new-tokens", "66"]).max_tokens == 66
     assert "--max-new-tokens is deprecated: use --max-tokens" in capsys.readouterr().err
     assert not hasattr(parser.parse_args(argv), "max_new_tokens")
+
+
+def test_ha_engineer_gives_each_model_its_own_flags(tmp_path):
+    """`ha engineer` builds every model's options through the one `model_options`: the target's
+    episodes (and its check) carry --temperature and --top-p, the teacher --engineer-temperature
+    and not the target's top-p."""
+    ids = ["mini__invoice_rounding", "mini__semver_ranges"]
+    src = ["--suite", "mini", "--instances", *ids]
+    assert main(["eval", *src, "--model", "tool_user", "--harness", "h0", "--no-progress",
+                 "--out", str(tmp_path / "t")]) == 0
+    b = tmp_path / "b.json"
+    assert main(["engineer", "batches", *src, "--run", str(tmp_path / "t"), "--n", "2", "--out", str(b)]) == 0
+    patch = "<patch>ops: [{op: add_tool, tool: run_tests}]</patch>"
+
+    def reply(body):
+        return {"content": patch} if body["model"] == "teacher" else SUBMIT
+
+    with FakeOpenAIServer(reply) as srv:
+        assert main(["engineer", "sft-data", *src, "--batches", str(b), "--teacher", f"openai:teacher@{srv.url}",
+                     "--samples", "1", "--keep", "all", "--model", f"openai:target@{srv.url}", "--runs", "1", "--temperature", "0.3",
+                     "--top-p", "0.8", "--engineer-temperature", "0.6", "--out", str(tmp_path / "e")]) == 0
+        requests = srv.requests
+    target = [r for r in requests if r["model"] == "target"]
+    teacher = [r for r in requests if r["model"] == "teacher"]
+    assert len(target) > 2 and teacher  # the check, then episodes on both sides
+    assert all((r["temperature"], r["top_p"]) == (0.3, 0.8) for r in target)
+    sampled = [r for r in teacher if "seed" in r]  # the teacher's check is a short default call
+    assert sampled and all(r["temperature"] == 0.6 and r.get("top_p") != 0.8 for r in sampled)
