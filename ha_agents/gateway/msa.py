@@ -36,6 +36,7 @@ import yaml
 from ha_envs.actions import ToolCall
 from ha_envs.env import RepairEnv
 from ha_envs.sandbox import SandboxError
+from ha_envs.sandbox.base import COMMAND_TIMEOUT_S
 from ha_envs.task import Task
 from ha_envs.termination import Termination
 
@@ -66,7 +67,7 @@ class MsaConfig:
     venv: str = MSA_VENV
     step_limit: int = 60
     """mini-swe-agent's own ``agent.step_limit`` (model calls); reaching it ends ``max_turns``."""
-    command_timeout_s: float = 120.0
+    command_timeout_s: float = COMMAND_TIMEOUT_S
     episode_timeout_s: float = 1800.0
     sandbox: str = "local"
 
