@@ -272,3 +272,62 @@ def test_a_reward_planted_read_only_before_the_verdict_earns_nothing(tmp_path):
              "except OSError:\n    pass\n")
     forged = Grader().grade(task, _patch(task, plant + "def add(a, b):\n    return a - b\n"))
     assert forged.reward == 0.0 and not forged.resolved and not forged.fault, (forged.status, forged.error)
+
+
+RACE = '''import os, time
+if os.path.isdir("/logs/verifier") and os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        fd = os.open(os.devnull, os.O_RDWR)
+        for n in (0, 1, 2):
+            os.dup2(fd, n)
+        for _ in range(200000):
+            try:
+                with open("/logs/verifier/reward.txt") as fh:
+                    said = fh.read().strip()
+                if said and said != "1":
+                    with open("/logs/verifier/reward.txt", "w") as fh:
+                        fh.write("1\\n")
+                    break
+            except OSError:
+                pass
+            time.sleep(0.0002)
+    os._exit(0)
+'''
+
+
+def test_a_process_that_rewrites_the_reward_and_exits_before_test_sh_earns_nothing(tmp_path):
+    """The instant between the verifier's write and test.sh's exit: a detached process of the code
+    under test watches reward.txt, rewrites the verifier's 0 to 1 and exits at once, before test.sh
+    does, so no process outlives test.sh (before: reward 1.0 in 2 of 3 gradings). It outlived the
+    process that started it, which the trace of test.sh's processes shows (``harbor_orphans.py``):
+    verdict_tampered, with or without the fix; the fix alone earns 1."""
+    require_bwrap()
+    from tests.conftest import require_tool
+
+    require_tool("strace")
+    task = load_harbor(harbor_task(tmp_path))[0]
+    grader = Grader()
+    for calc in ("a - b", "a - b", "a + b"):
+        forged = grader.grade(task, _patch(task, RACE + f"def add(a, b):\n    return {calc}\n"))
+        assert forged.reward == 0.0 and not forged.resolved and not forged.fault, (forged.status, forged.error)
+        assert forged.status == "verdict_tampered" and "the process that started them" in forged.error, forged.error
+    assert grader.grade(task, _patch(task, "def add(a, b):\n    return a + b\n")).reward == 1.0
+
+
+def test_orphans_read_from_a_trace():
+    """The orphan rule on strace's own lines: a double fork whose grandchild outlives its parent is
+    named; threads and waited children are not; a trace whose first process never ends says so."""
+    from ha_envs.grading.harbor_orphans import NO_EXIT, TRACE_CUT, orphans
+
+    waited = ("10 clone(child_stack=NULL, flags=SIGCHLD) = 11\n11 +++ exited with 0 +++\n"
+              "10 clone3({flags=CLONE_VM|CLONE_THREAD|CLONE_SIGHAND, exit_signal=0}, 88) = 12\n"
+              "12 clone(child_stack=NULL, flags=SIGCHLD <unfinished ...>\n10 +++ exited with 0 +++\n"
+              "12 <... clone resumed>) = 13\n13 +++ exited with 0 +++\n12 +++ exited with 0 +++\n")
+    assert orphans(waited) == []  # 13's process (10, whose thread 12 started it) lived on in its thread
+    double = ("20 clone(child_stack=NULL, flags=SIGCHLD) = 21\n21 clone(child_stack=NULL, flags=SIGCHLD) = 22\n"
+              "21 +++ exited with 0 +++\n22 +++ exited with 0 +++\n20 +++ exited with 0 +++\n")
+    assert orphans(double) == ["22"]
+    honest = "30 clone(child_stack=NULL, flags=SIGCHLD) = 31\n31 +++ exited with 1 +++\n30 +++ exited with 0 +++\n"
+    assert orphans(honest) == [] and orphans(honest, cut=True) == [TRACE_CUT]
+    assert orphans("30 clone(child_stack=NULL, flags=SIGCHLD) = 31\n31 +++ killed by SIGKILL +++\n") == [NO_EXIT]
