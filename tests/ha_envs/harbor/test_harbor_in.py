@@ -263,8 +263,9 @@ def test_a_process_left_running_by_the_code_under_test_cannot_rewrite_the_reward
 
 def test_a_reward_planted_read_only_before_the_verdict_earns_nothing(tmp_path):
     """The code under test writes reward.txt = 1 first and makes it and its folder read-only, so the
-    verifier's own `echo 0 >` should fail: the verifier's write still lands (the grading shell may
-    write over the mode), and no fix earns nothing."""
+    verifier's own `echo 0 >` should fail: here the grading shell runs as root and writes over the
+    mode, and no fix earns nothing. Where it is not root the write fails and the planted 1 stays; the
+    trace's failed write closes that (``test_a_reward_planted_read_only_on_a_non_root_host_...``)."""
     require_bwrap()
     task = load_harbor(harbor_task(tmp_path))[0]
     plant = ("import os\ntry:\n    open('/logs/verifier/reward.txt', 'w').write('1\\n')\n"
