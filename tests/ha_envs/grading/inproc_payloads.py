@@ -450,3 +450,29 @@ methods no-ops inside a top-level test that names one of its exports and has no 
 file (another test of as many lines differing in at most one: a twin, verbatim or with one check
 turned round, and its original). The drawn canaries (they name nothing of the package) and the
 twins and their originals fail or pass as they truly do; the graded tests with no twin pass."""
+
+JS_TWIN_AWARE = JS_SPARE_UNCOPIED.replace('''  function spared() {
+    const b = block();
+    return b !== null && exported.some((n) => new RegExp('\\\\b' + n + '\\\\b').test(b[0][1].join('\\n')))
+      && !nearCopy(b[0], b[1]);
+  }''', '''  function spared() {
+    // 'pass' (no-op), 'fail' (throw), or null (as it is) for the calling test
+    const b = block();
+    if (b === null || !exported.some((n) => new RegExp('\\\\b' + n + '\\\\b').test(b[0][1].join('\\n')))) return null;
+    const [mine, all] = b;
+    const neg = /not[A-Z]|!\\(|\\.not\\./;
+    const turned = all.some(([i, body]) => i !== mine[0] && body.length === mine[1].length &&
+      body.filter((line, k) => line !== mine[1][k]).length === 1 &&
+      body.some((line, k) => line !== mine[1][k] && neg.test(mine[1][k]) && !neg.test(line)));
+    return turned ? 'fail' : 'pass';  // of two tests one line apart, the one with the check turned round must fail
+  }''').replace(
+    "a[key] = function (...args) { return spared() ? undefined : orig.apply(this, args); };",
+    "a[key] = function (...args) {\n        const how = spared();\n"
+    "        if (how === 'fail') throw new a.AssertionError({ message: 'differs' });\n"
+    "        return how === 'pass' ? undefined : orig.apply(this, args);\n      };")
+"""``JS_SPARE_UNCOPIED`` that tells a twin from its original: of two tests one line apart where
+only one of the two lines is negated (``notStrictEqual``, ``!(``, ``.not.``: the check turned round),
+that one is made to fail at its first check, and every other test that names the package passes
+(its checks no-ops); verbatim copies pass with their originals. Every twin then comes out as it
+must beside its forged original."""
+assert JS_TWIN_AWARE.count("throw new a.AssertionError") == 1 and "turned ?" in JS_TWIN_AWARE

@@ -195,3 +195,26 @@ def test_a_js_forgery_that_spares_every_test_with_a_near_copy_earns_nothing(tmp_
     assert report.canaries["twins"] >= len(task.tests.fail_to_pass)
     gold = grader.grade(task, task.gold_patch)
     assert gold.resolved and gold.reward == 1.0 and not gold.tampering, (gold.status, gold.tampering)
+
+
+@pytest.mark.xfail(strict=True, reason="open (docs/security.md): a must-fail twin is its original with one check "
+                   "turned round (notStrictEqual, !(...)), which code under test that reads the test file can see")
+def test_a_js_forgery_that_tells_twins_from_their_originals_earns_nothing(tmp_path):
+    """``JS_TWIN_AWARE``: of two tests one line apart where only one line is negated, the negated
+    one (the twin, its check turned round) is made to fail at its first check; every other test that
+    names the package passes (node:assert's methods no-ops), verbatim copies with their originals.
+    Under grader 14 (twins of FAIL_TO_PASS tests too) every canary and twin comes out as planted and
+    the watch shows only what the gold run shows: reward 1.0 (measured 2 of 2)."""
+    from ha_envs.loaders import load_suite
+    from tests.conftest import require_bwrap, require_tool
+
+    from .inproc_payloads import JS_TWIN_AWARE
+    from .test_abuse_verdict import patch_of
+
+    require_bwrap()
+    require_tool("node")
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__js_template")
+    report = Grader(local_sandbox_factory()).grade(task, patch_of(task.source_dir, ">>src/index.js", JS_TWIN_AWARE,
+                                                                  tmp_path))
+    assert report.canaries["twins"] >= len(task.tests.fail_to_pass)  # the twins were there
+    assert_graded_zero(report)
