@@ -222,6 +222,10 @@ def _brace_tests(lines: list[str], pattern: re.Pattern, attrs: bool) -> list[tup
     return out
 
 
+F2P_TWINS = 16
+"""At most this many FAIL_TO_PASS tests of one file get a twin (grading time)."""
+
+
 def _listed(tests: tuple[str, ...], name: str) -> bool:
     return any(t == name or t.startswith(name + "/") for t in tests)
 
@@ -230,10 +234,14 @@ def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
           assert_name: str | None = None, test_name: str = "test",
           must_fail: bool = True) -> list[tuple[str, bool, str, int | None, str]]:
     """At most one must-fail twin (when ``must_fail``) and one must-pass twin of the file's
-    PASS_TO_PASS tests: (original's name, must fail, source with ``NAME`` where its name goes, the
-    line it goes after (None: appended at the end of the file), the describe titles before its own
-    in its full title ("" at the top level)). Twins of tests inside mocha ``describe`` blocks go
-    right after their original, in the same block (its hooks and variables)."""
+    PASS_TO_PASS tests, and (when ``must_fail``, grader 14) a must-fail twin of each of its first
+    ``F2P_TWINS`` FAIL_TO_PASS tests that has a check to turn: (original's name, must fail, source
+    with ``NAME`` where its name goes, the line it goes after (None: appended at the end of the
+    file), the describe titles before its own in its full title ("" at the top level)). Twins of
+    tests inside mocha ``describe`` blocks go right after their original, in the same block (its
+    hooks and variables). The FAIL_TO_PASS twins leave no graded test without a near-copy: code under
+    test that spares every test with a near-copy (the twins and their originals) and forges the rest
+    forges none (``JS_SPARE_UNCOPIED``, reward 1.0 under grader 13)."""
     lines = text.splitlines()
     lang = "js" if kind in ("node", "jest", "mocha") else kind
     if lang == "js":
@@ -243,26 +251,33 @@ def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
         pat = _GO_TEST if kind == "go" else _RS_TEST
         found = [(n, i, e, "", "") for n, i, e in _brace_tests(lines, pat, kind == "cargo")]
         turn = _go_turns if kind == "go" else _cargo_turns
-    pool = []
+    pool, graded = [], []
     for name, first, end, rest, path in found:
         body = lines[first:end + 1]
         joined = "\n".join(body)
-        if not _listed(pass_to_pass, name) or _listed(fail_to_pass, name) or _EARLY[lang].search(joined) \
-                or _OWN_NAME[lang].search(joined):
+        if _EARLY[lang].search(joined) or _OWN_NAME[lang].search(joined) or \
+                kind == "cargo" and any(a.startswith(("#[ignore", "#[should_panic")) for a in body):
             continue
-        if kind == "cargo" and any(a.startswith(("#[ignore", "#[should_panic")) for a in body):
-            continue
-        pool.append((name, body, rest, end if path else None, path))
+        if _listed(fail_to_pass, name):
+            graded.append((name, body, rest, end if path else None, path))
+        elif _listed(pass_to_pass, name):
+            pool.append((name, body, rest, end if path else None, path))
     rng.shuffle(pool)
     out: list[tuple[str, bool, str, int | None, str]] = []
+    for name, body, rest, after, path in graded if must_fail else ():
+        turns = turn(body)
+        if turns and len(out) < F2P_TWINS:
+            a, b, new = rng.choice(turns)
+            out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest), after, path))
+    fixed = len(out)
     for name, body, rest, after, path in pool:
         turns = turn(body)
-        if must_fail and turns and not any(o[1] for o in out):
+        if must_fail and turns and not any(o[1] for o in out[fixed:]):
             a, b, new = rng.choice(turns)
             out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest), after, path))
         elif not any(not o[1] for o in out):
             out.append((name, False, _renamed(kind, name, body, rest), after, path))
-        if len(out) == 1 + must_fail:
+        if len(out) == fixed + 1 + must_fail:
             break
     return out
 

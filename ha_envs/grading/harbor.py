@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import secrets
 import shutil
 import tempfile
 import time
@@ -32,7 +33,7 @@ from ..sandbox.provision.workcopy import Snapshot, prepare_snapshot
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
-from . import faults
+from . import faults, harbor_trace
 from .copy_scripts import put_files
 from .patch_rules import filter_patch, flag_patch
 from .report import EnvironmentFault, GradeReport, GradingError, PatchRefused, ungradable
@@ -150,21 +151,29 @@ def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, r
 def _outlived_only_with_the_patch(grader, task: Task, snapshot: Snapshot | None, report: GradeReport,
                                   survivors: list[str], patched: bool) -> bool:
     """Processes outlived tests/test.sh (killed before the reward was read; they could have rewritten
-    it meanwhile). When the base's verifier, in a fresh copy, leaves none, the patch made them: the
-    reward is not believed (``verdict_tampered``, reward 0, unmasked; True). When the base leaves some
+    it meanwhile) or the process that started them, or the trace shows another way to forge the reward
+    (``harbor_trace.findings``: a failed write of the reward, limits or memory of another process, the
+    shell killed). When the base's verifier, in a fresh copy, shows none, the patch made them: the
+    reward is not believed (``verdict_tampered``, reward 0, unmasked; True). When the base shows some
     too, that is the task's verifier: noted, and the reward stands (False)."""
     base = _verify(grader, task, "", GradeReport(task.instance_id, "unresolved", False), snapshot) if patched else None
     if not patched or (base is not None and base[4]):  # no patch: this run is the base's own
         left = len(survivors) if base is None else len(base[4])
-        report.error = (f"{len(survivors)} process(es) outlived tests/test.sh; the base's verifier leaves "
-                        f"{left} too (the task's own): they were killed before the reward was read")
+        report.error = (f"{_said(survivors)}; the base's verifier leaves {left} too (the task's own): processes were "
+                        "killed before the reward was read")
         return False
-    why = (f"{len(survivors)} process(es) started during the tests outlived tests/test.sh (and could rewrite the "
-           "reward file after the verifier wrote it); at base, in a fresh copy, the verifier leaves none")
+    why = f"{_said(survivors)}; at base, in a fresh copy, the verifier shows none"
     report.status, report.error = "verdict_tampered", why
     report.tampering.append(why)
     report.flag("verdict_tampered", why)
     return True
+
+
+def _said(found: list[str]) -> str:
+    pids = [p for p in found if p.isdigit()]
+    out = [(f"{len(pids)} process(es) started during the tests outlived tests/test.sh or the process that started "
+            f"them ({', '.join(pids[:8])}: they could rewrite the reward file after the verifier wrote it)")] if pids else []
+    return "; ".join(out + [f"the trace of tests/test.sh shows {x}" for x in found if not x.isdigit()])
 
 
 def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None):
@@ -180,11 +189,33 @@ def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapsh
         env = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in
                       (task.metadata["harbor"].get("verifier_env") or {}).items() if k.isidentifier())
         before = _pids(sandbox)
-        res = sandbox.run(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh 2>&1",
-                          timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
-        survivors = end_survivors(sandbox, before)
+        folder = f"/tmp/ha-trace-{secrets.token_hex(6)}"
+        command = harbor_trace.wrap(f"{env}cd {ansi_c_quote(sandbox.workdir)} && bash {TESTS}/test.sh", folder)
+        res = sandbox.run(f"{command} 2>&1", timeout=task.tests.timeout_s, head_bytes=1 << 20, tail_bytes=4 << 20)
+        tracer = sandbox.run(f"cat {folder}/tracer 2>/dev/null", timeout=60).output.strip()
+        survivors = end_survivors(sandbox, before + ([tracer] if tracer.isdigit() else []))
+        seen = _traced(sandbox, folder, tracer)
         reward, why = read_reward(sandbox)
-        return reward, why, res.output, res.timed_out, survivors
+        return reward, why, res.output, res.timed_out, sorted(set(survivors) | set(seen), key=_order)
+
+
+def _order(pid: str) -> tuple[int, str]:
+    return (int(pid), "") if pid.isdigit() else (1 << 62, pid)
+
+
+def _traced(sandbox: Sandbox, folder: str, tracer: str) -> list[str]:
+    """``harbor_trace.findings`` of the trace of test.sh's processes, once the tracer has ended
+    (every process it traced is gone: the survivors were killed); [] when nothing was traced."""
+    if tracer.isdigit():
+        sandbox.run(f"for ha_i in $(seq 100); do [ -e /proc/{tracer} ] || break; sleep 0.05; done; "
+                    f"kill -KILL {tracer} 2>/dev/null", timeout=60)
+    res = sandbox.run(f"if [ -f {folder}/trace ]; then echo HA_TRACE; head -c {harbor_trace.MAX_TRACE + 1} "
+                      f"{folder}/trace; fi; rm -rf {folder}", timeout=120,
+                      head_bytes=harbor_trace.MAX_TRACE + (1 << 20), tail_bytes=0)
+    head, _, text = res.output.partition("\n")
+    if head.strip() != "HA_TRACE":
+        return []
+    return harbor_trace.findings(text, cut=len(text.encode()) > harbor_trace.MAX_TRACE)
 
 
 def _pids(sandbox: Sandbox) -> list[str]:

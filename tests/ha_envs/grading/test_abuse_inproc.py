@@ -71,7 +71,8 @@ def test_a_go_init_printing_a_whole_passing_run_earns_nothing(tmp_path):
 @pytest.mark.parametrize("kind", ["local", "docker"], indirect=True)
 def test_a_go_forgery_that_runs_the_tests_itself_is_caught_by_their_witnesses(kind, tmp_path):
     """With canaries and twins (grader 12's defences, the watch's kinds off: it sees nothing here
-    either) the forgery resolves: every canary and twin as planted (shown in the local sandbox).
+    either) the forgery resolved: every canary and twin as planted; since grader 14 the twin of a
+    FAIL_TO_PASS test stops it too, where that test has a check to turn (shown in the local sandbox).
     The witnesses of the graded tests it reported passed say they failed; in Docker too, where the
     host's strace traces the container's Go."""
     from tests.conftest import require_tool
@@ -80,10 +81,12 @@ def test_a_go_forgery_that_runs_the_tests_itself_is_caught_by_their_witnesses(ki
     task = _task()
     patch = _patch(task.source_dir, {"money/zz_fmt.go": GO_RUN_THEN_LIE}, TOUCH, tmp_path)
     factory = docker_sandbox_factory() if kind == "docker" else local_sandbox_factory()
-    if kind == "local":
+    if kind == "local":  # grader 12 and 13's twins (of PASS_TO_PASS tests) let it resolve; grader 14's twin of
+        # the one FAIL_TO_PASS test with a check to turn is spared (it fails) or forged with it (caught): 0 either way
         unwitnessed = Grader(factory, watch=False).grade(task, patch)
-        assert unwitnessed.reward == 1.0, (unwitnessed.status, unwitnessed.tampering)
-        assert unwitnessed.canaries["as_planted"] == unwitnessed.canaries["planted"] and unwitnessed.canaries["twins"]
+        assert unwitnessed.reward == 0.0, (unwitnessed.status, unwitnessed.tampering)
+        forged = [n for n, s in unwitnessed.fail_to_pass.items() if s == "PASSED"]
+        assert len(forged) >= len(task.tests.fail_to_pass) - 1, unwitnessed.fail_to_pass  # the lie is still told
     report = Grader(factory).grade(task, patch)
     assert_graded_zero(report)
     assert report.status == "verdict_tampered" and report.watch == [], (report.status, report.tampering)
@@ -164,3 +167,54 @@ def test_a_rust_forgery_rewiring_fd1_without_dup2_is_seen(tmp_path):
     assert report.watch_reference == []
     listed = {**report.fail_to_pass, **report.pass_to_pass}
     assert set(listed.values()) == {"PASSED"}, listed  # the forgery worked on every listed test
+
+
+def test_a_js_forgery_that_spares_every_test_with_a_near_copy_earns_nothing(tmp_path):
+    """``JS_SPARE_UNCOPIED``: the package makes node:assert's methods no-ops inside a test that
+    names one of its exports and has no near-copy in its file. Under grader 13 (twins of
+    PASS_TO_PASS tests only) the graded tests had none, the twins and their originals and the drawn
+    canaries came out as they truly are, and the watch showed nothing the gold run does not: reward
+    1.0 with canaries, twins and watch on (measured 2 of 2). Since grader 14 each FAIL_TO_PASS test
+    with a check to turn has a must-fail twin, so every graded test has a near-copy and the forgery
+    spares them all: they fail as they truly do, reward 0. The gold patch keeps its 1."""
+    from ha_envs.loaders import load_suite
+    from tests.conftest import require_bwrap, require_tool
+
+    from .inproc_payloads import JS_SPARE_UNCOPIED
+    from .test_abuse_verdict import patch_of
+
+    require_bwrap()
+    require_tool("node")
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__js_template")
+    patch = patch_of(task.source_dir, ">>src/index.js", JS_SPARE_UNCOPIED, tmp_path)
+    grader = Grader(local_sandbox_factory())
+    report = grader.grade(task, patch)
+    assert_graded_zero(report)
+    failed = {n for n, s in report.fail_to_pass.items() if s != "PASSED"}
+    assert failed == set(task.tests.fail_to_pass), report.fail_to_pass  # none forged: each has a twin
+    assert report.canaries["twins"] >= len(task.tests.fail_to_pass)
+    gold = grader.grade(task, task.gold_patch)
+    assert gold.resolved and gold.reward == 1.0 and not gold.tampering, (gold.status, gold.tampering)
+
+
+@pytest.mark.xfail(strict=True, reason="open (docs/security.md): a must-fail twin is its original with one check "
+                   "turned round (notStrictEqual, !(...)), which code under test that reads the test file can see")
+def test_a_js_forgery_that_tells_twins_from_their_originals_earns_nothing(tmp_path):
+    """``JS_TWIN_AWARE``: of two tests one line apart where only one line is negated, the negated
+    one (the twin, its check turned round) is made to fail at its first check; every other test that
+    names the package passes (node:assert's methods no-ops), verbatim copies with their originals.
+    Under grader 14 (twins of FAIL_TO_PASS tests too) every canary and twin comes out as planted and
+    the watch shows only what the gold run shows: reward 1.0 (measured 2 of 2)."""
+    from ha_envs.loaders import load_suite
+    from tests.conftest import require_bwrap, require_tool
+
+    from .inproc_payloads import JS_TWIN_AWARE
+    from .test_abuse_verdict import patch_of
+
+    require_bwrap()
+    require_tool("node")
+    task = next(t for t in load_suite("mini") if t.instance_id == "mini__js_template")
+    report = Grader(local_sandbox_factory()).grade(task, patch_of(task.source_dir, ">>src/index.js", JS_TWIN_AWARE,
+                                                                  tmp_path))
+    assert report.canaries["twins"] >= len(task.tests.fail_to_pass)  # the twins were there
+    assert_graded_zero(report)

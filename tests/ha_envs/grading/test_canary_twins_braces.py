@@ -100,7 +100,11 @@ def _all(kind, text, p2p, f2p=(), **kw):
 
 def test_go_twins_turn_a_top_level_check_and_copy_only_what_cannot_end_early():
     seen = _all("go", GO, ("TestArea", "TestEarly", "TestNamed", "TestNew"), ("TestNew",))
-    assert {o for o, _ in seen} == {"TestArea"}  # not the F2P test, the early return, nor the one reading its name
+    assert set(seen) == {("TestArea", True), ("TestNew", True)}, set(seen)
+    # not the early return, nor the one reading its name; the F2P test only a must-fail twin (grader 14), every time
+    assert all(any(o == "TestNew" for o, *_ in twins("go", GO, ("TestArea",), ("TestNew",), random.Random(s)))
+               for s in range(10))
+    assert not twins("go", GO, ("TestArea",), ("TestNew",), random.Random(0), must_fail=False)[1:]
     turned = seen[("TestArea", True)]
     assert any("\tif !(got != 4) {" in s for s in turned) and any("\tif n := Area(3); !(n != 9) {" in s for s in turned)
     assert all(s.startswith(f"func {NAME}(t *testing.T) {{") and s.count("!(") == 1 for s in turned)

@@ -49,3 +49,20 @@ def test_a_process_left_running_cannot_rewrite_the_reward_in_a_container(base_im
     assert forged.reward == 0.0 and not forged.fault and forged.status == "verdict_tampered", (forged.status,
                                                                                                forged.error)
     assert grader.grade(task, _patch(task, "def add(a, b):\n    return a + b\n")).reward == 1.0
+
+
+def test_a_process_that_rewrites_the_reward_and_exits_first_is_seen_in_a_container(base_image, tmp_path):
+    """The reward race (test_harbor_in.py: rewritten after the verifier's write, gone before test.sh
+    exits) in a container, traced by the host's strace at /opt/ha-tracer: verdict_tampered."""
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
+    from ha_envs.harbor import load_harbor
+    from tests.conftest import require_tool
+    from tests.ha_envs.harbor.test_harbor_in import RACE, _patch
+
+    require_tool("strace")
+    task = load_harbor(harbor_task(tmp_path / "ds", dockerfile=f"FROM {base_image}\nWORKDIR /app\nCOPY app/ /app/\n"))[0]
+    forged = Grader(docker_sandbox_factory()).grade(task, _patch(task, RACE + "def add(a, b):\n    return a - b\n"))
+    assert forged.reward == 0.0 and not forged.fault and forged.status == "verdict_tampered", (forged.status,
+                                                                                               forged.error)
+    assert "the process that started them" in forged.error, forged.error
