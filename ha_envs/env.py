@@ -224,6 +224,12 @@ class RepairEnv(gym.Env):
         return float(self._sandbox_options.get("command_timeout_s", COMMAND_TIMEOUT_S))
 
     @property
+    def turns_before_step(self) -> int:
+        """Turns taken before the current step of a multi-step Harbor task (0 otherwise): the turn
+        cap counts from there (``_after_action``)."""
+        return self._step_turn0
+
+    @property
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI-form schemas of the tools this env understands."""
         return list(H0_TOOLS.values())
@@ -332,7 +338,7 @@ class RepairEnv(gym.Env):
         steps, terminated = self._steps, reason == "submitted"
         if steps is None or steps.index + 1 >= len(steps.steps) or (not terminated and not self.grade_on_truncation):
             return self._finish(reason, terminated=terminated, obs=obs)
-        graded = self._grade(steps.grading_task(), reason, obs)
+        graded = self._grade(steps.grading_task(), obs)
         if isinstance(graded, tuple) and len(graded) == 5:
             return graded  # an infrastructure fault: masked
         patch, report = graded
@@ -364,7 +370,7 @@ class RepairEnv(gym.Env):
             if self._steps is not None:
                 info["harbor_steps"] = list(self._steps.results)
             return obs or [], 0.0, terminated, not terminated, info
-        graded = self._grade(self._steps.grading_task() if self._steps else self.task, reason, obs)
+        graded = self._grade(self._steps.grading_task() if self._steps else self.task, obs)
         if isinstance(graded, tuple) and len(graded) == 5:
             return graded  # an infrastructure fault: masked
         patch, report = graded
@@ -373,7 +379,7 @@ class RepairEnv(gym.Env):
                                report.reward, report.status, reason)
         return self._conclude(reason, terminated, obs, patch, report)
 
-    def _grade(self, task: Task, reason: str, obs: list[dict[str, Any]] | None):
+    def _grade(self, task: Task, obs: list[dict[str, Any]] | None):
         """(patch, report) of the work copy as it stands, graded for ``task``; or, on an
         infrastructure fault, the episode's masked ending (a step's 5-tuple)."""
         assert self.sandbox is not None

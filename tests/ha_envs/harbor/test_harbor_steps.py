@@ -94,10 +94,14 @@ def test_steps_graded_in_turn_with_mean_final_and_min_reward(tmp_path, capfd):
     assert "mul must return" not in json.dumps(cheat["messages"])
 
 
-def test_per_step_oracle_solves_both_steps(tmp_path):
+def test_per_step_oracle_solves_both_steps(tmp_path, capsys):
     require_bwrap()
     data = tmp_path / "ds"
     two_steps(data, "mean")
+    # validate: the oracle (each step's solve.sh in turn) resolves the last step's tests; no change does not
+    assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(data), "--json", "--workers", "1"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["ok"] and row["gold_status"] == "resolved", row
     rec = _eval(tmp_path, data, "oracle", "oracle")["mean"]
     assert rec["reward"] == 1.0 and rec["resolved"] and [s["reward"] for s in rec["steps"]] == [1.0, 1.0]
     assert "a + b" in rec["patch"] and "a * b" in rec["patch"]
@@ -107,20 +111,6 @@ def test_per_step_oracle_solves_both_steps(tmp_path):
     before = json.dumps(acts[:names.index("submit")])
     assert "a + b" in before and "a * b" not in before
 
-
-def test_a_steps_turn_cap_grades_it_and_goes_on(tmp_path):
-    """As Harbor verifies a step whose agent ran out of time and goes on, a step that reaches the
-    turn cap (per step) is graded and the next one shown."""
-    require_bwrap()
-    data = tmp_path / "ds"
-    two_steps(data, "mean")
-    replay = _replay(tmp_path / "replay.jsonl", {"mean": [FIX_ADD, FIX_MUL]})
-    assert main(["eval", "--benchmark", "harbor", "--data", str(data), "--model", f"replay:{replay}",
-                 "--max-turns", "1", "--out", str(tmp_path / "out"), "--no-progress"]) == 0
-    rec = json.loads((tmp_path / "out" / "trajectories.jsonl").read_text())
-    assert [(s["name"], s["reward"], s["ending"]) for s in rec["steps"]] == [("add", 1.0, "max_turns"),
-                                                                             ("mul", 1.0, "max_turns")]
-    assert rec["reward"] == 1.0 and rec["termination"] == "max_turns" and rec["turns"] == 2
 
 def test_identity_covers_steps(tmp_path):
     d = two_steps(tmp_path, "t")
@@ -160,3 +150,31 @@ def test_a_step_without_instruction_or_test_script(tmp_path, capsys):
     (d / "steps" / "mul" / "instruction.md").unlink()
     assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(d)]) == 2
     assert "mul: no instruction.md" in capsys.readouterr().err
+
+
+def test_turn_cap_and_budget_hooks_hold_per_step(tmp_path):
+    """As Harbor verifies a step whose agent ran out of time and goes on, a step that reaches the
+    turn cap (which holds per step) is graded and the next one shown; the budget the harness's hooks
+    remind of is the step's."""
+    require_bwrap()
+    import ha_envs
+    from tests.ha_envs.harness.conftest import Driver, spec_with
+
+    task = load_harbor(two_steps(tmp_path, "t"))[0]
+    spec = spec_with(hooks=[("budget_reminder", {"turns_left": [1], "token_budget": 0})])
+    env = ha_envs.make(task=task, harness=spec, max_turns=2)
+    try:
+        d = Driver(env)
+        assert d.info["harbor_step"] == "add"
+        d("bash", command=FIX_ADD)
+        assert [t[:26] for t in d.hook_texts("budget_reminder")] == ["Budget: 1 of 2 turns left."]
+        d("think", thought="x")  # step 1's cap: graded (add fixed), step 2 shown
+        assert not d.done and d.info["harbor_step"] == "mul" and "mul must return" in json.dumps(d.obs)
+        d("think", thought="x")
+        assert [t[:26] for t in d.hook_texts("budget_reminder")] == ["Budget: 1 of 2 turns left."]
+        d("think", thought="x")
+        assert d.done and d.info["termination"] == "max_turns" and d.reward == 0.5
+        assert [(s["name"], s["reward"], s["ending"]) for s in d.info["harbor_steps"]] == [
+            ("add", 1.0, "max_turns"), ("mul", 0.0, "max_turns")]
+    finally:
+        env.close()
