@@ -5,8 +5,10 @@ when the agent is done with it (it submits, or reaches the step's turn or time c
 graded with that step's tests (``steps/<name>/tests/`` laid over the task's ``tests/``, so
 ``/tests/test.sh`` is the step's own when it has one, else the shared one), in a fresh grading
 sandbox under the same rules as a single-step task (``grading/harbor.py``). A step whose reward is
-below its ``min_reward`` ends the episode: later steps are not run and count for nothing (not even
-0 in the mean). The episode's reward is the mean of the rewards of the steps that were graded
+below its ``min_reward``, or that left no valid reward (Harbor's verifier raises then), ends the
+episode: later steps are not run and count for nothing (not even 0 in the mean). A step without a
+valid reward counts 0 here (Harbor leaves it out of the mean: an agent could break step 2's verifier
+to keep step 1's 1.0). The episode's reward is the mean of the rewards of the steps that were graded
 (``multi_step_reward_strategy = "mean"``, the default) or the last graded step's (``"final"``).
 """
 
@@ -92,6 +94,8 @@ class StepRun:
                              "ending": ending, "min_reward": step["min_reward"]})
         if status == "verdict_tampered":  # the agent's doing: the episode ends, reward 0 (env.py)
             self.stopped = f"step {step['name']!r}: verdict forged"
+        elif written is None:  # Harbor: a step without a verifier result (it raised) aborts the rest
+            self.stopped = f"step {step['name']!r}: no valid reward ({status})"
         elif below_min_reward(step["min_reward"], written):
             said = "no valid reward" if written is None else f"reward {written:g}"
             self.stopped = f"step {step['name']!r} got {said}, below its min_reward {step['min_reward']}"

@@ -64,13 +64,15 @@ def test_steps_graded_in_turn_with_mean_final_and_min_reward(tmp_path, capfd):
     two_steps(data, "final", strategy="final")
     two_steps(data, "gated", gate="min_reward = 1.0")
     two_steps(data, "cheat")
+    two_steps(data, "stall", gate="[steps.verifier]\ntimeout_sec = 2.0")
     assert main(["tasks", "list", "--benchmark", "harbor", "--data", str(data)]) == 0
     out = capfd.readouterr().out
-    assert all(n in out for n in ("mean", "final", "gated")), out
+    assert all(n in out for n in ("mean", "final", "gated", "cheat", "stall")), out
     only_add = [FIX_ADD, "submit", "submit"]  # step 1 solved, step 2 submitted untouched
     forge = "printf 'import json\\nopen(\"/logs/verifier/reward.json\", \"w\").write(json.dumps({\"reward\": 1}))\\n' >> calc.py"
     replay = _replay(tmp_path / "replay.jsonl", {"mean": only_add, "final": only_add, "gated": ["submit"],
-                                                 "cheat": [forge, "submit", FIX_MUL, "submit"]})
+                                                 "cheat": [forge, "submit", FIX_MUL, "submit"],
+                                                 "stall": ["echo 'import time; time.sleep(30)' >> calc.py", "submit"]})
     recs = _eval(tmp_path, data, f"replay:{replay}", "replay")
     mean, final, gated = recs["mean"], recs["final"], recs["gated"]
     for rec in (mean, final):
@@ -92,6 +94,10 @@ def test_steps_graded_in_turn_with_mean_final_and_min_reward(tmp_path, capfd):
     assert [(s["name"], s["status"]) for s in cheat["steps"]] == [("add", "verdict_tampered")]
     assert cheat["reward"] == 0.0 and cheat["termination"] == "verdict_tampered" and not cheat["mask_sample"]
     assert "mul must return" not in json.dumps(cheat["messages"])
+    # step 1's tests ran past their timeout: no valid reward, so (as Harbor) the rest is not run; it counts 0
+    stall = recs["stall"]
+    assert [(s["name"], s["status"], s["verifier_reward"]) for s in stall["steps"]] == [("add", "tests_timed_out", None)]
+    assert stall["reward"] == 0.0 and "no valid reward (tests_timed_out)" in stall["grade"]["verdict_rules"]
 
 
 def test_per_step_oracle_solves_both_steps(tmp_path, capsys):
