@@ -280,4 +280,4 @@ def _record(task: Task, model: str, harness: HarnessSpec, traj: Trajectory, t0: 
         duration_s=round(time.monotonic() - t0, 3), grader_version=GRADER_VERSION,
         dataset=task.metadata.get("dataset", f"suite:{task.benchmark}"),
         grading_scripts=task.metadata.get("pro_scripts"),  # SWE-bench Pro: Scale's scripts, repo@commit
-        task_fingerprint=task.fingerprint())
+        task_fingerprint=task.fingerprint(), steps=list(info.get("harbor_steps") or []))

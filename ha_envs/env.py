@@ -23,7 +23,9 @@ import gymnasium as gym
 from .actions import H0_TOOLS, FormatError, ToolCall, parse_h0_action
 from .grading.grader import Grader
 from .grading.report import GradeReport, GradingError, ungradable
+from .grading.harbor import graded_reward
 from .grading.hidden import hidden_names_in
+from .harbor.steps import STEP_PROMPT, StepRun, is_multi_step
 from .loaders import load_suite
 from .messages import AssistantMessageSpace, MessageListSpace, message
 from .sandbox import Sandbox, SandboxError, make_sandbox
@@ -98,6 +100,11 @@ class StepInfo(TypedDict, total=False):
     test_runs: int
     tool_errors: int
     delivery: dict[str, Any]
+    harbor_step: str
+    """A multi-step Harbor task: the step being worked on (reset; ``ha_envs/harbor/steps.py``)."""
+    harbor_steps: list[dict[str, Any]]
+    """A multi-step Harbor task, at the end: each graded step's name, reward (1 or 0, as a
+    single-step grade), the reward its verifier wrote, status, how it ended, min_reward."""
     env_node: str
     """A remote env (``ha_agents.cluster.remote_env``): the Ray node that holds it."""
 
@@ -200,6 +207,9 @@ class RepairEnv(gym.Env):
         self.timings: dict[str, float] = {"sandbox_s": 0.0, "grade_s": 0.0, "reset_s": 0.0}
         self._actions: list[str] = []  # what the agent wrote (for the hidden-test-names flag)
         self._actions_chars = 0
+        self._steps: StepRun | None = None  # a multi-step Harbor task's progress (harbor/steps.py)
+        self._step_turn0 = 0
+        self._step_t0 = time.monotonic()
         # wall-clock seconds: reset, commands and tools in the sandbox, grading
         self._t0 = time.monotonic()
 
@@ -212,6 +222,12 @@ class RepairEnv(gym.Env):
     def command_timeout_s(self) -> float:
         """The cap on one command in the sandbox (the harness's ``limits.command_timeout_s``)."""
         return float(self._sandbox_options.get("command_timeout_s", COMMAND_TIMEOUT_S))
+
+    @property
+    def turns_before_step(self) -> int:
+        """Turns taken before the current step of a multi-step Harbor task (0 otherwise): the turn
+        cap counts from there (``_after_action``)."""
+        return self._step_turn0
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -245,6 +261,8 @@ class RepairEnv(gym.Env):
         self.timings["reset_s"] = time.monotonic() - t0
         self.task = task
         self._done = False
+        self._steps = StepRun(task) if is_multi_step(task) else None
+        self._step_t0 = time.monotonic()
         workdir = self.sandbox.workdir
         obs = [
             message("system", SYSTEM_PROMPT.format(workdir=workdir), "system"),
@@ -254,6 +272,8 @@ class RepairEnv(gym.Env):
             obs.append(message("user", SKILL_PROMPT.format(skill=str(options["skill"]).strip()), "skill"))
         info = {"instance_id": task.instance_id, "harness": "h0", "tools": self.tools, "workdir": workdir,
                 "termination": None, "mask_sample": False}
+        if self._steps is not None:
+            info["harbor_step"] = self._steps.current["name"]
         return obs, info
 
     def step(self, action: Any):
@@ -266,7 +286,7 @@ class RepairEnv(gym.Env):
             self.tool_counts.update(c.name for c in action.calls)
             self.timings["sandbox_s"] += action.sandbox_s
             if action.submit:
-                return self._finish("submitted", terminated=True, obs=action.messages)
+                return self._end_step("submitted", action.messages)
             return self._after_action(action.messages)
         if isinstance(action, FormatError):
             return self._format_error(action)
@@ -277,7 +297,7 @@ class RepairEnv(gym.Env):
         self.format_errors = 0
         self.tool_counts[call.name] += 1
         if call.name == "submit":
-            return self._finish("submitted", terminated=True)
+            return self._end_step("submitted", None)
         try:
             t0 = time.monotonic()
             result = self.sandbox.run(call.arguments["command"])
@@ -303,11 +323,35 @@ class RepairEnv(gym.Env):
         self._actions_chars += len(text)
 
     def _after_action(self, obs: list[dict[str, Any]]):
-        if self.episode_timeout_s is not None and time.monotonic() - self._t0 > self.episode_timeout_s:
-            return self._finish("agent_timeout", terminated=False, obs=obs)
-        if self.turn >= self.max_turns:
-            return self._finish("max_turns", terminated=False, obs=obs)
+        """The caps on turns and time hold per step of a multi-step task (one step: the episode)."""
+        if self.episode_timeout_s is not None and time.monotonic() - self._step_t0 > self.episode_timeout_s:
+            return self._end_step("agent_timeout", obs)
+        if self.turn - self._step_turn0 >= self.max_turns:
+            return self._end_step("max_turns", obs)
         return obs, 0.0, False, False, self._info(None)
+
+    def _end_step(self, reason: str, obs: list[dict[str, Any]] | None):
+        """The agent is done with the task, or with a step of a multi-step Harbor task (it submitted,
+        or the step's turn or time cap came, after which Harbor verifies and goes on too): the step
+        is graded and the next one's instruction shown, unless it was the last or ``min_reward``
+        stopped the episode (``ha_envs/harbor/steps.py``)."""
+        steps, terminated = self._steps, reason == "submitted"
+        if steps is None or steps.index + 1 >= len(steps.steps) or (not terminated and not self.grade_on_truncation):
+            return self._finish(reason, terminated=terminated, obs=obs)
+        graded = self._grade(steps.grading_task(), obs)
+        if isinstance(graded, tuple) and len(graded) == 5:
+            return graded  # an infrastructure fault: masked
+        patch, report = graded
+        steps.record(graded_reward(report) if report.status in ("resolved", "unresolved") else None,
+                     report.reward, report.status, reason)
+        if not steps.more():
+            self._done = True
+            return self._conclude(reason, terminated, obs, patch, report)
+        nxt = steps.advance()
+        self._step_turn0, self._step_t0 = self.turn, time.monotonic()
+        prompt = STEP_PROMPT.format(name=nxt["name"], instruction=nxt["instruction"].strip(), number=steps.index + 1,
+                                    total=len(steps.steps), workdir=self.sandbox.workdir)
+        return [*(obs or []), message("user", prompt, "task")], 0.0, False, False, self._info(None)
 
     def _format_error(self, err: FormatError):
         self.format_errors += 1
@@ -320,24 +364,46 @@ class RepairEnv(gym.Env):
     def _finish(self, reason: str, terminated: bool, obs: list[dict[str, Any]] | None = None):
         """End the episode: grade the work copy (unless the agent never could) and report."""
         self._done = True
-        info = self._info(reason)
         assert self.sandbox is not None and self.task is not None
         if reason == "format_errors" or (not terminated and not self.grade_on_truncation):
+            info = self._info(reason)
+            if self._steps is not None:
+                info["harbor_steps"] = list(self._steps.results)
             return obs or [], 0.0, terminated, not terminated, info
+        graded = self._grade(self._steps.grading_task() if self._steps else self.task, obs)
+        if isinstance(graded, tuple) and len(graded) == 5:
+            return graded  # an infrastructure fault: masked
+        patch, report = graded
+        if self._steps is not None:
+            self._steps.record(graded_reward(report) if report.status in ("resolved", "unresolved") else None,
+                               report.reward, report.status, reason)
+        return self._conclude(reason, terminated, obs, patch, report)
+
+    def _grade(self, task: Task, obs: list[dict[str, Any]] | None):
+        """(patch, report) of the work copy as it stands, graded for ``task``; or, on an
+        infrastructure fault, the episode's masked ending (a step's 5-tuple)."""
+        assert self.sandbox is not None
         t0 = time.monotonic()
         try:
             patch = self.sandbox.diff()
         except PatchError as exc:  # the agent's doing (a huge or undiffable tree): graded 0, not masked
-            patch, report = "", ungradable(self.task, exc.kind, str(exc))
+            patch, report = "", ungradable(task, exc.kind, str(exc))
         except SandboxError as exc:
             return self._infra_failure("sandbox_error", str(exc), obs)
         else:
             try:
-                report = self.grader.grade(self.task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
+                report = self.grader.grade(task, patch, snapshot=getattr(self.sandbox, "snapshot", None))
             except GradingError as exc:  # an environment fault carries its grade (faults.py)
                 return self._infra_failure("grading_error", str(exc), obs, patch=patch,
                                            grade=getattr(exc, "report", None))
-        self.timings["grade_s"] = time.monotonic() - t0
+        self.timings["grade_s"] += time.monotonic() - t0
+        return patch, report
+
+    def _conclude(self, reason: str, terminated: bool, obs: list[dict[str, Any]] | None, patch: str,
+                  report: GradeReport):
+        """The episode's end once graded: flags, the reward (a multi-step task's by its strategy)."""
+        assert self.task is not None
+        info = self._info(reason)
         info["patch"] = patch
         leaked = hidden_names_in(self.task, "\n".join(self._actions))
         if leaked:
@@ -346,10 +412,28 @@ class RepairEnv(gym.Env):
         if report.status == "verdict_tampered" and reason == "submitted":
             # the agent's doing (canaries, exit status: grading/canaries.py): graded 0, not masked
             info["termination"] = Termination.VERDICT_TAMPERED
-        info["grade"] = report.to_dict()
-        info["resolved"] = report.resolved
+        info["grade"], reward = report.to_dict(), report.reward
+        if self._steps is not None:
+            reward = self._steps_outcome(info, report)
+        info["resolved"] = info["grade"]["resolved"]
         info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
-        return obs or [], report.reward, terminated, not terminated, info
+        return obs or [], reward, terminated, not terminated, info
+
+    def _steps_outcome(self, info: StepInfo, report: GradeReport) -> float:
+        """A multi-step task's reward (Harbor's mean or final of the graded steps; 0 when any step's
+        verdict was forged) and its grade: the last graded step's, resolved only at reward 1."""
+        assert self._steps is not None
+        results = self._steps.results
+        reward = 0.0 if any(r["status"] == "verdict_tampered" for r in results) else self._steps.reward()
+        grade = info["grade"]
+        grade["resolved"] = reward >= 1.0
+        if grade["status"] in ("resolved", "unresolved"):
+            grade["status"] = "resolved" if grade["resolved"] else "unresolved"
+        strategy = self._steps.task.metadata["harbor"].get("reward_strategy") or "mean"
+        grade["verdict_rules"] = (f"harbor steps ({strategy} of " + ", ".join(f"{r['name']}: {r['reward']:g}"
+                                  for r in results) + (f"; {self._steps.stopped}" if self._steps.stopped else "") + ")")
+        info["harbor_steps"] = list(results)
+        return reward
 
     def end(self, reason: str = "context_limit"):
         """End the episode from outside (the agent loop ran out of context): truncated, graded as
@@ -391,6 +475,8 @@ class RepairEnv(gym.Env):
             "tool_counts": dict(self.tool_counts),
             "hooks": {},
         }
+        if self._steps is not None and termination is None:
+            info["harbor_step"] = self._steps.current["name"]
         if termination is not None:
             info["timings"] = dict(self.timings, episode_s=time.monotonic() - self._t0)
         return info

@@ -115,6 +115,7 @@ class Task:
         payload["source_dir"] = None
         if "harbor" in self.metadata:  # its gold patch is made from solution/, which content_sha256 covers
             payload["gold_patch"] = ""
+            payload["metadata"]["harbor"].pop("oracle_steps", None)  # so are a multi-step task's per step
         if not payload["tests"]["build_command"]:  # fields added later keep older fingerprints
             del payload["tests"]["build_command"]
         blob = json.dumps(payload, sort_keys=True, default=str).encode()

@@ -87,6 +87,9 @@ class OraclePolicy(ScriptedPolicy):
     def plan(self, task: Task, info: dict[str, Any]) -> list[ToolCall]:
         if not task.gold_patch.strip():
             raise ValueError(f"task {task.instance_id} has no gold patch")
+        steps = (task.metadata.get("harbor") or {}).get("oracle_steps")
+        if steps:
+            return _steps_plan(steps)
         names = _tool_names(info) or {"bash", "submit"}
         editor = "edit_file" if "edit_file" in names else (
             "str_replace_editor" if "str_replace_editor" in names else None)
@@ -124,6 +127,22 @@ class OraclePolicy(ScriptedPolicy):
             calls.append(ToolCall("run_tests", {}))
         calls.append(ToolCall("submit", {}))
         return calls
+
+
+def _steps_plan(patches: list[str]) -> list[ToolCall]:
+    """A multi-step Harbor task's oracle (``ha_envs/harbor/oracle.py``): at each step the work copy
+    goes from the step before's diff to this step's (both made from the base), and submits."""
+    calls: list[ToolCall] = []
+    for k, patch in enumerate(patches):
+        tag = f"HA_PATCH_{secrets.token_hex(6)}"
+        body = patch if patch.endswith("\n") or not patch else patch + "\n"
+        undo = "git apply -R --whitespace=nowarn /tmp/gold-before.patch && " if k and patches[k - 1].strip() else ""
+        apply = "git apply --whitespace=nowarn /tmp/gold.patch && " if patch.strip() else ""
+        calls += [ToolCall("bash", {"command": f"cat > /tmp/gold.patch <<'{tag}'\n{body}{tag}"}),
+                  ToolCall("bash", {"command": f"{undo}{apply}mv /tmp/gold.patch /tmp/gold-before.patch && "
+                                               "git status --short"}),
+                  ToolCall("submit", {})]
+    return calls
 
 
 def _read_from_snapshot(task: Task, path: str) -> str:

@@ -101,6 +101,10 @@ class EpisodeRecord(Mapping):
     """GRPO group when it differs from the instance id (the trainers set it)."""
     node: str | None = None
     """Which machine ran the episode (a Ray node id, or None when local)."""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    """A multi-step Harbor task's graded steps, in order (``ha_envs/harbor/steps.py``): each one's
+    ``name``, ``reward`` (1 or 0), ``verifier_reward`` (what its verifier wrote; None when no valid
+    reward), ``status``, ``ending`` (submitted, max_turns, ...) and ``min_reward``; ``[]`` otherwise."""
     schema: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
     """Fields this version does not know (a newer writer's), kept for the round trip."""
@@ -124,19 +128,19 @@ class EpisodeRecord(Mapping):
         if d["termination"] is not None:
             d["termination"] = d["termination"].value
         d["policy"] = d["model"]  # schema-1 readers look for it
-        for k in ("group", "node"):
-            if d[k] is None:
+        for k in ("group", "node", "steps"):
+            if not _shown(self, k):
                 del d[k]
         d.update(extra)
         return d
 
     # the read-only mapping of the line, without copying the messages and tokens
     def _keys(self) -> list[str]:
-        keys = [f for f in _FIELDS if not (f in ("group", "node") and getattr(self, f) is None)]
+        keys = [f for f in _FIELDS if _shown(self, f)]
         return keys + ["policy"] + [k for k in self.extra if k not in keys and k != "policy"]
 
     def __getitem__(self, key: str) -> Any:
-        if key in _FIELDS and not (key in ("group", "node") and getattr(self, key) is None):
+        if key in _FIELDS and _shown(self, key):
             return getattr(self, key)
         if key == "policy":
             return self.model
@@ -166,6 +170,14 @@ class EpisodeRecord(Mapping):
 
 
 _FIELDS = tuple(f.name for f in fields(EpisodeRecord) if f.name != "extra")
+
+
+def _shown(record: EpisodeRecord, name: str) -> bool:
+    """Whether a field is on the record's line: ``group`` and ``node`` only when set, ``steps``
+    only for a multi-step task (lines of other tasks stay as they were)."""
+    if name in ("group", "node"):
+        return getattr(record, name) is not None
+    return name != "steps" or bool(record.steps)
 
 
 def episode_records(lines: Iterable[Mapping[str, Any]]) -> list[EpisodeRecord]:

@@ -24,7 +24,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from ..sandbox.base import Sandbox, SandboxError
 from ..sandbox.provision.workcopy import Snapshot, prepare_snapshot
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
+from ..harbor.steps import tests_folders
 from ..task import Task
 from . import faults, harbor_trace
 from .copy_scripts import put_files
@@ -48,6 +49,15 @@ TESTS = "/tests"
 
 def is_harbor(task: Task) -> bool:
     return task.tests.log_parser == "harbor"
+
+
+def graded_reward(report: GradeReport) -> float | None:
+    """The reward a Harbor task's verifier wrote, as this grading read it (``verdict_rules``); None
+    when none was believed."""
+    rules = report.verdict_rules
+    if report.status not in ("resolved", "unresolved") or not rules.startswith("harbor (reward "):
+        return None
+    return float(rules[len("harbor (reward "):-1])
 
 
 def parse_reward(name: str, data: bytes) -> tuple[float | None, str]:
@@ -134,7 +144,7 @@ def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, r
     if reward is not None:
         report.resolved = reward >= 1.0
         report.status = "resolved" if report.resolved else "unresolved"
-        report.verdict_rules = f"harbor (reward {reward:g})"
+        report.verdict_rules = f"harbor (reward {reward:.12g})"
         return
     base = _verify(grader, task, "", GradeReport(task.instance_id, "unresolved", False), snapshot) if patched else None
     if base is not None and base[0] is not None:
@@ -179,7 +189,7 @@ def _said(found: list[str]) -> str:
 def _verify(grader, task: Task, kept: str, report: GradeReport, snapshot: Snapshot | None):
     """In one fresh grading sandbox: the patch, then the tests; (reward, why not, log, timed out, the
     pids that outlived the tests), or None when the patch does not apply."""
-    tests = Path(task.metadata["harbor"]["task_dir"]) / "tests"
+    tests = tests_folders(task.metadata["harbor"])  # a step's tests over the task's (harbor/steps.py)
     with folder_sandbox(grader.sandbox_factory, task, snapshot, tests, TESTS, ((LOGS, LOGS_BYTES),)) as sandbox:
         if grader.patch_in(task, sandbox, kept, report, True) is None:
             return None
@@ -242,15 +252,18 @@ def end_survivors(sandbox: Sandbox, before: list[str]) -> list[str]:
 
 
 @contextmanager
-def folder_sandbox(factory, task: Task, snapshot: Snapshot | None, folder: Path, inside: str,
+def folder_sandbox(factory, task: Task, snapshot: Snapshot | None, folder: Path | Sequence[Path], inside: str,
                    tmpfs: tuple[tuple[str, int], ...] = ()) -> Iterator[Sandbox]:
     """A started, fresh sandbox of ``factory`` for ``task`` showing a private copy of the task's
-    ``folder`` (its tests, its solution) read-only at ``inside`` (bound by the local sandbox,
-    uploaded into a container), with private ``tmpfs`` folders; closed and cleaned up after."""
+    ``folder`` (its tests, its solution; several: laid one over the other, a later one's files
+    winning) read-only at ``inside`` (bound by the local sandbox, uploaded into a container), with
+    private ``tmpfs`` folders; closed and cleaned up after."""
     host = Path(tempfile.mkdtemp(prefix=owned_prefix("ha-harbor")))
     try:
-        copy = host / folder.name
-        shutil.copytree(folder, copy, symlinks=True)
+        copy = host / "shown"
+        copy.mkdir()
+        for one in ([folder] if isinstance(folder, Path) else folder):
+            shutil.copytree(one, copy, symlinks=True, dirs_exist_ok=True)
         sandbox, root = open_sandbox(factory, task, snapshot, ((str(copy), inside, False),), tmpfs)
         try:
             sandbox.start()

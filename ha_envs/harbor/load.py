@@ -6,7 +6,8 @@ last ``WORKDIR``) and the work copy (the build-context folder it ``COPY``s / ``A
 directory; none: ``[metadata]`` ``repo`` at ``base_commit`` when both are given, as this library's
 exports of SWE-bench rows say, else an empty folder); ``[environment].docker_image`` is the image; ``tests/`` is graded by
 ``ha_envs.grading.harbor`` (uploaded only into the grading sandbox, after the agent finished);
-``solution/solve.sh`` is the oracle (``ha_envs.harbor.oracle``). Multi-step tasks are refused.
+``solution/solve.sh`` is the oracle (``ha_envs.harbor.oracle``). A multi-step task (``[[steps]]``)
+reads each step's ``steps/<name>/instruction.md`` and tests (``ha_envs.harbor.steps`` runs them).
 """
 
 from __future__ import annotations
@@ -55,15 +56,14 @@ def load_harbor(path: str | Path) -> list[Task]:
 def load_harbor_task(task_dir: str | Path) -> Task:
     task_dir = Path(task_dir).resolve()
     config = read_task_config(task_dir / "task.toml")
-    if config.steps:
-        raise HarborTaskError(f"{task_dir}: a multi-step task ({len(config.steps)} [[steps]]); only single-step "
-                              "Harbor tasks are run here (docs/interop.md)")
     if config.environment.os != "linux":
         raise HarborTaskError(f"{task_dir}: [environment].os = {config.environment.os!r}; only linux tasks run here")
-    instruction = _required(task_dir / "instruction.md", "the task's instruction").read_text()
-    if not instruction.strip():
-        raise HarborTaskError(f"{task_dir / 'instruction.md'}: empty")
-    _required(task_dir / "tests" / "test.sh", "the verifier script (Harbor runs tests/test.sh)")
+    steps = _steps(task_dir, config)
+    if steps:
+        instruction = steps[0]["instruction"]
+    else:
+        instruction = _instruction(task_dir)
+        _required(task_dir / "tests" / "test.sh", "the verifier script (Harbor runs tests/test.sh)")
     workdir, source = _work_copy(task_dir, config)
     name = str((config.task or {}).get("name") or task_dir.name).replace("/", "__")
     meta = config.metadata
@@ -74,11 +74,43 @@ def load_harbor_task(task_dir: str | Path) -> Task:
         instance_id=name, benchmark=BENCHMARK, language=str(meta.get("language") or "unknown"),
         problem_statement=instruction,
         tests=TestSpec(test_patch="", fail_to_pass=(), pass_to_pass=(), test_command=TEST_COMMAND,
-                       log_parser=LOG_PARSER, protected_paths=PROTECTED, timeout_s=config.verifier_timeout_s),
+                       log_parser=LOG_PARSER, protected_paths=PROTECTED,
+                       timeout_s=steps[-1]["verifier_timeout_s"] if steps else config.verifier_timeout_s),
         environment=EnvironmentSpec(image=config.environment.docker_image, workdir=workdir, extra=_build(task_dir)),
         source_dir=source, repo=repo, base_commit=commit, difficulty=str(meta.get("difficulty") or ""),
-        metadata={"harbor": _harbor_meta(task_dir, config)},
+        metadata={"harbor": _harbor_meta(task_dir, config, steps)},
     )
+
+
+def _instruction(folder: Path) -> str:
+    text = _required(folder / "instruction.md", "the task's instruction").read_text()
+    if not text.strip():
+        raise HarborTaskError(f"{folder / 'instruction.md'}: empty")
+    return text
+
+
+def _steps(task_dir: Path, config: TaskConfig) -> list[dict]:
+    """A multi-step task's steps as ``ha_envs.harbor.steps`` runs them: each one's folder
+    ``steps/<name>/`` with its instruction.md, and a test.sh (its own ``tests/test.sh``, else the
+    task's); timeouts fall back to the task's ``[agent]`` / ``[verifier]``."""
+    found = []
+    for step in config.steps or []:
+        folder = task_dir / "steps" / step.name
+        if not folder.is_dir() or not folder.resolve().is_relative_to(task_dir):
+            raise HarborTaskError(f"{task_dir}: [[steps]] name = {step.name!r} has no folder steps/{step.name}/ "
+                                  "(holding its instruction.md and tests/test.sh)")
+        if (folder / "workdir").exists():
+            raise HarborTaskError(f"{folder}: workdir/ (files and setup.sh staged before the step) is not run "
+                                  "here (docs/interop.md)")
+        if not (folder / "tests" / "test.sh").is_file() and not (task_dir / "tests" / "test.sh").is_file():
+            raise HarborTaskError(f"{task_dir}: step {step.name!r} has no test script: neither "
+                                  f"steps/{step.name}/tests/test.sh nor tests/test.sh")
+        found.append({"name": step.name, "instruction": _instruction(folder),
+                      "agent_timeout_s": step.agent.timeout_sec or config.agent.timeout_sec,
+                      "verifier_timeout_s": step.verifier.timeout_sec or config.verifier_timeout_s,
+                      "min_reward": step.min_reward,
+                      "solution": (folder / "solution" / "solve.sh").is_file()})
+    return found
 
 
 def _build(task_dir: Path) -> dict:
@@ -93,7 +125,7 @@ def _required(path: Path, what: str) -> Path:
     return path
 
 
-def _harbor_meta(task_dir: Path, config: TaskConfig) -> dict:
+def _harbor_meta(task_dir: Path, config: TaskConfig, steps: list[dict]) -> dict:
     env = config.environment
     verifier_net = config.verifier.network_mode or env.network
     return {"task_dir": str(task_dir), "schema_version": config.schema_version,
@@ -105,7 +137,8 @@ def _harbor_meta(task_dir: Path, config: TaskConfig) -> dict:
             "dockerfile": (task_dir / "environment" / "Dockerfile").is_file(),
             "solution": (task_dir / "solution" / "solve.sh").is_file(),
             "metadata": json.loads(json.dumps(config.metadata, default=str)),
-            "content_sha256": folder_digest(task_dir)}
+            "content_sha256": folder_digest(task_dir),
+            **({"steps": steps, "reward_strategy": config.multi_step_reward_strategy or "mean"} if steps else {})}
 
 
 def folder_digest(root: Path) -> str:

@@ -9,7 +9,9 @@ unknown keys. A malformed file is a :class:`HarborTaskError` naming the file and
 from __future__ import annotations
 
 import math
+import re
 import tomllib
+import unicodedata
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -121,13 +123,49 @@ class EnvironmentConfig(_Model):
         return NetworkMode.PUBLIC
 
 
+_BAD_NAME_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+_DEVICE_NAMES = re.compile(r"(con|prn|aux|nul|conin\$|conout\$|com[1-9]|lpt[1-9])", re.IGNORECASE)
+
+
+def check_step_name(name: str) -> str:
+    """A step's name is the name of its folder ``steps/<name>/``: one portable folder name, as
+    Harbor demands (no separators, control or reserved characters, no trailing dot or space, not
+    ``.``/``..`` nor a Windows device name, at most 255 bytes)."""
+    why = ("is empty" if not name.strip() else "is . or .." if name in (".", "..")
+           else "ends in a dot or a space" if name.endswith((".", " "))
+           else "holds a path separator, a control character or one of <>:\"|?*" if _BAD_NAME_CHARS.search(name)
+           else "is a Windows device name" if _DEVICE_NAMES.fullmatch(name.partition(".")[0].rstrip(" "))
+           else "is longer than 255 bytes" if len(name.encode()) > 255 else "")
+    if why:
+        raise ValueError(f"step name {name!r} {why}: a step's name must be one portable folder name (steps/<name>/)")
+    return name
+
+
 class StepConfig(_Model):
-    """One ``[[steps]]`` entry of a multi-step task."""
+    """One ``[[steps]]`` entry of a multi-step task (``ha_envs/harbor/steps.py`` runs them)."""
 
     name: str
     agent: PhaseConfig = Field(default_factory=PhaseConfig)
     verifier: PhaseConfig = Field(default_factory=PhaseConfig)
     min_reward: float | dict[str, float] | None = None
+    """Below it the remaining steps are not run. A number gates the ``reward`` key; a table gates
+    each key it names (only ``reward`` is read here: the grader keeps no other key)."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_step_name(v)
+
+    @field_validator("min_reward")
+    @classmethod
+    def _min_reward(cls, v: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        values = v.values() if isinstance(v, dict) else [] if v is None else [v]
+        if any(not math.isfinite(x) for x in values):
+            raise ValueError(f"min_reward must be finite, not {v}")
+        if isinstance(v, dict) and set(v) - {"reward"}:
+            raise ValueError(f"min_reward gates keys {sorted(set(v) - {'reward'})}: only the 'reward' key of a "
+                             "step's reward file is read here (docs/interop.md)")
+        return v
 
 
 class TaskConfig(_Model):
@@ -165,6 +203,17 @@ class TaskConfig(_Model):
     def _strategy(cls, v: str | None) -> str | None:
         if v is not None and v not in ("mean", "final"):
             raise ValueError(f"multi_step_reward_strategy must be 'mean' or 'final', not {v!r}")
+        return v
+
+    @field_validator("steps")
+    @classmethod
+    def _unique_steps(cls, v: list[StepConfig] | None) -> list[StepConfig] | None:
+        seen: dict[str, str] = {}
+        for step in v or []:  # folders that would collide on a case-insensitive, normalising filesystem
+            key = unicodedata.normalize("NFC", step.name).casefold()
+            if key in seen:
+                raise ValueError(f"step names {seen[key]!r} and {step.name!r} name the same folder")
+            seen[key] = step.name
         return v
 
     @property

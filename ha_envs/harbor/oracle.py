@@ -6,6 +6,7 @@ Kept per process by the task's fingerprint."""
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import threading
 from pathlib import Path
 
@@ -16,23 +17,47 @@ from ..task import Task
 from .models import HarborTaskError
 
 _lock = threading.Lock()
-_patches: dict[str, str] = {}
+_patches: dict[str, list[str]] = {}
 
 
 def oracle_patch(task: Task, factory) -> str:
     """The diff ``solution/solve.sh`` makes in a fresh sandbox of ``factory`` (a grading sandbox
     factory, ``grading/sandboxes.py``)."""
+    return oracle_patches(task, factory)[-1]
+
+
+def oracle_patches(task: Task, factory) -> list[str]:
+    """The work copy's diff after each step's solve script (one for a single-step task), run in
+    order in one fresh sandbox, each with its solution folder at ``/solution`` as Harbor's oracle
+    agent has it: a step's ``steps/<name>/solution/`` when the step has one, else ``solution/``."""
     meta = task.metadata["harbor"]
-    solution = Path(meta["task_dir"]) / "solution"
-    if not (solution / "solve.sh").is_file():
-        raise HarborTaskError(f"{meta['task_dir']}: no solution/solve.sh (the oracle)")
-    with folder_sandbox(factory, task, None, solution, "/solution") as sandbox:
-        timeout = meta.get("agent_timeout_s") or 600.0
-        res = sandbox.run(f"cd {ansi_c_quote(sandbox.workdir)} && bash /solution/solve.sh 2>&1", timeout=timeout)
-        if res.timed_out or res.exit_code != 0:
-            why = f"ran past {timeout} s" if res.timed_out else f"exited {res.exit_code}"
-            raise GradingError(f"{task.instance_id}: solution/solve.sh {why}: {res.output.strip()[-800:]}")
-        return sandbox.diff()
+    root = Path(meta["task_dir"])
+    steps = meta.get("steps") or [{"name": None, "solution": False, "agent_timeout_s": meta.get("agent_timeout_s")}]
+    folders = [root / "steps" / s["name"] / "solution" if s["solution"] else root / "solution" for s in steps]
+    for folder, step in zip(folders, steps):
+        if not (folder / "solve.sh").is_file():
+            where = f"step {step['name']!r}: neither steps/{step['name']}/solution/solve.sh nor " if step["name"] else ""
+            raise HarborTaskError(f"{root}: {where}no solution/solve.sh (the oracle)")
+    patches = [""]
+    for folder, step in zip(folders, steps):  # a fresh sandbox per step: its /solution, the steps before replayed
+        with folder_sandbox(factory, task, None, folder, "/solution") as sandbox:
+            work = ansi_c_quote(sandbox.workdir)
+            if patches[-1]:
+                tag = f"HA_PATCH_{secrets.token_hex(6)}"
+                body = patches[-1] if patches[-1].endswith("\n") else patches[-1] + "\n"
+                res = sandbox.run(f"cd {work} && git apply --whitespace=nowarn - 2>&1 <<'{tag}'\n{body}{tag}",
+                                  timeout=120)
+                if res.exit_code != 0:
+                    raise GradingError(f"{task.instance_id}: the oracle's work before step {step['name']!r} does "
+                                       f"not apply again: {res.output.strip()[-800:]}")
+            timeout = step.get("agent_timeout_s") or 600.0
+            res = sandbox.run(f"cd {work} && bash /solution/solve.sh 2>&1", timeout=timeout)
+            if res.timed_out or res.exit_code != 0:
+                why = f"ran past {timeout} s" if res.timed_out else f"exited {res.exit_code}"
+                rel = folder.relative_to(root).as_posix()
+                raise GradingError(f"{task.instance_id}: {rel}/solve.sh {why}: {res.output.strip()[-800:]}")
+            patches.append(sandbox.diff())
+    return patches[1:]
 
 
 def with_oracle(task: Task, factory) -> Task:
@@ -41,9 +66,13 @@ def with_oracle(task: Task, factory) -> Task:
         return task
     key = task.fingerprint()
     with _lock:
-        patch = _patches.get(key)
-    if patch is None:
-        patch = oracle_patch(task, factory)
+        patches = _patches.get(key)
+    if patches is None:
+        patches = oracle_patches(task, factory)
         with _lock:
-            _patches[key] = patch
-    return dataclasses.replace(task, gold_patch=patch)
+            _patches[key] = patches
+    if len(patches) == 1:
+        return dataclasses.replace(task, gold_patch=patches[0])
+    # a multi-step task: the last step's diff is the gold patch; each step's, for the oracle policy
+    meta = {**task.metadata, "harbor": {**task.metadata["harbor"], "oracle_steps": patches}}
+    return dataclasses.replace(task, gold_patch=patches[-1], metadata=meta)

@@ -300,7 +300,7 @@ class RuleHook(Hook):
         self.fires += 1
         ctx.fire(self.name, f"rule matched at turn {ctx.turn}")
         return self.d["message"].format(turn=ctx.turn, max_turns=ctx.max_turns,
-                                        turns_left=max(0, ctx.max_turns - ctx.turn),
+                                        turns_left=ctx.turns_left,
                                         tool=call.name if call else "", test_runs=ctx.state.test_runs,
                                         edits=ctx.state.edits, command=_command_text(call) if call else "")
 
@@ -472,7 +472,7 @@ class CodeHook(Hook):
         st = ctx.state
         args = {k: (v[:2000] if isinstance(v, str) else v) for k, v in (call.arguments if call else {}).items()}
         return {"point": self.d["point"], "turn": ctx.turn, "max_turns": ctx.max_turns,
-                "turns_left": max(0, ctx.max_turns - ctx.turn), "tools": list(ctx.tools),
+                "turns_left": ctx.turns_left, "tools": list(ctx.tools),
                 "tool": call.name if call else None, "arguments": args,
                 "command": _command_text(call)[:2000] if call else "", "output": output[-4000:],
                 "test_runs": st.test_runs, "edits": st.edits, "tested_since_edit": st.tested_since_edit,

@@ -31,10 +31,18 @@ class HookContext:
     toolbox: ToolboxClient
     tools: tuple[str, ...]
     max_turns: int
+    """The turn cap (of each step, for a multi-step Harbor task)."""
     turn: int
     chars_seen: int = 0
     """Characters of every message so far (prompt, actions, observations): the token estimate's base."""
     fired: dict[str, dict[str, Any]] = field(default_factory=dict)
+    turn0: int = 0
+    """Turns taken before the current step of a multi-step Harbor task (0 otherwise)."""
+
+    @property
+    def turns_left(self) -> int:
+        """Turns left before the cap (of the current step, for a multi-step Harbor task)."""
+        return max(0, self.max_turns - (self.turn - self.turn0))
 
     def fire(self, hook: str, reason: str) -> None:
         entry = self.fired.setdefault(hook, {"count": 0, "reasons": []})
@@ -145,10 +153,13 @@ class BudgetReminder(Hook):
     def reset(self) -> None:
         self._done: set[int] = set()
         self._token_warned = False
+        self._step0 = 0
 
     def pre_decision(self, ctx: HookContext) -> list[str]:
         out = []
-        left = ctx.max_turns - ctx.turn
+        if ctx.turn0 != self._step0:  # a new step of a multi-step Harbor task: its own budget
+            self._done, self._step0 = set(), ctx.turn0
+        left = ctx.turns_left
         due = [t for t in self.params["turns_left"] if left <= t and t not in self._done]
         if due:
             self._done.update(t for t in self.params["turns_left"] if t >= left)

@@ -274,6 +274,8 @@ class HooksWrapper(HarnessLayer):
     def _finish_step(self, ctx: HookContext, calls: list[ToolCall], result: tuple):
         obs, reward, terminated, truncated, info = result
         ctx.turn = self._below("turn")
+        # a multi-step Harbor task's turn cap holds per step: the turns left count from the step's start
+        ctx.turn0 = self._below("turns_before_step")
         if not (terminated or truncated):
             for h in self.hooks:
                 obs += self._say(ctx, h, h.post_feedback(ctx, calls, obs))

@@ -38,7 +38,7 @@ def test_task_toml_schema_versions_and_legacy_fields(tmp_path):
     ('schema_version = "2.0"\n', "schema_version '2.0' is not one this reader knows"),
     ("[environment]\ncpus = -1\n", "environment.cpus"),
     ('[environment]\nmemory = "lots"\n', "must end in G, M or K"),
-    (TOML + '\n[[steps]]\nname = "one"\n', "multi-step task (1 [[steps]])"),
+    (TOML + '\n[[steps]]\nname = "one"\n', "[[steps]] name = 'one' has no folder steps/one/"),
 ])
 def test_malformed_task_gets_a_clear_error_from_the_cli(tmp_path, capsys, toml, words):
     harbor_task(tmp_path, toml=toml)
