@@ -52,12 +52,8 @@ def is_harbor(task: Task) -> bool:
 
 
 def graded_reward(report: GradeReport) -> float | None:
-    """The reward a Harbor task's verifier wrote, as this grading read it (``verdict_rules``); None
-    when none was believed."""
-    rules = report.verdict_rules
-    if report.status not in ("resolved", "unresolved") or not rules.startswith("harbor (reward "):
-        return None
-    return float(rules[len("harbor (reward "):-1])
+    """The reward a Harbor task's verifier wrote, as this grading believed it; None when none was."""
+    return report.verifier_reward if report.status in ("resolved", "unresolved") else None
 
 
 def parse_reward(name: str, data: bytes) -> tuple[float | None, str]:
@@ -131,10 +127,10 @@ def grade_harbor(grader, task: Task, patch: str, snapshot: Snapshot | None = Non
 def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, reward: float | None, why: str,
            log: str, timed_out: bool, survivors: list[str], patched: bool) -> None:
     report.log_tail = log[-4000:]
-    if survivors and _outlived_only_with_the_patch(grader, task, snapshot, report, survivors, patched):
-        return
-    if timed_out:
+    if timed_out:  # reward 0 whatever else: the shell our limit killed is not a survivor to compare
         report.status, report.error = "tests_timed_out", f"tests/test.sh ran past {task.tests.timeout_s} s"
+        return
+    if survivors and _outlived_only_with_the_patch(grader, task, snapshot, report, survivors, patched):
         return
     if why.startswith(TWO_REWARDS):  # the task's verifier writes one; the code under test wrote the other
         report.status, report.error = "verdict_tampered", why
@@ -144,7 +140,7 @@ def _judge(grader, task: Task, snapshot: Snapshot | None, report: GradeReport, r
     if reward is not None:
         report.resolved = reward >= 1.0
         report.status = "resolved" if report.resolved else "unresolved"
-        report.verdict_rules = f"harbor (reward {reward:.12g})"
+        report.verdict_rules, report.verifier_reward = f"harbor (reward {reward:g})", reward
         return
     base = _verify(grader, task, "", GradeReport(task.instance_id, "unresolved", False), snapshot) if patched else None
     if base is not None and base[0] is not None:

@@ -129,6 +129,10 @@ class GradeReport:
     """The gold patch's run of the same task, seen the same way: compared with ``watch`` when the
     run would resolve and the watch saw anything (kinds the gold run lacks -> ``verdict_tampered``)."""
 
+    verifier_reward: float | None = None
+    """A Harbor task's reward as its verifier wrote it and this grading believed it (``harbor.py``;
+    a multi-step task's ``min_reward`` gate reads it); None for other tasks and where none was."""
+
     killed = False  # not a field: whether this grading's sandbox shell was SIGKILLed with the test run
 
     def flag(self, name: str, why: str) -> None:
