@@ -189,10 +189,13 @@ class PytestGuard:
         # stand in for it, and its directory goes last on PYTHONPATH: tests that edit sys.path by
         # position (pylint's modify_sys_path pops entries by index) see the path they expect.
         module = f"ha_pytest_guard_{secrets.token_hex(6)}"
+        watcher = f"ha_py_watch_{secrets.token_hex(6)}"
+        settings = json.dumps({**json.loads(settings), "watch_module": watcher}).encode()
         prefix = (f"export PYTHONPATH=${{PYTHONPATH:+$PYTHONPATH:}}{ansi_c_quote(d)} PYTHONDONTWRITEBYTECODE=1 "
                   f"PYTEST_ADDOPTS=\"-p {module} -p no:cacheprovider${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\" "
                   f"HA_GUARD_CONFIG={ansi_c_quote(d + '/settings.json')}; ")
         return GuardRun(prefix + command, {f"py/{module}.py": (GUARD_DIR / "ha_pytest_guard.py").read_bytes(),
+                                           f"py/{watcher}.py": (GUARD_DIR / "ha_py_watch.py").read_bytes(),
                                            "py/settings.json": settings}, report, watch)
 
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
@@ -235,6 +238,67 @@ class PytestGuard:
                     reasons.append(f"the last summary line says {said.get(key, 0)} {key}; pytest recorded "
                                    f"{counts.get(key, 0)}")
         return reasons
+
+
+def python_watch_settings(task: Task, grade_dir: str, changed: list[str], watch: str) -> dict:
+    """What the watch needs to tell the code under test from the tests (``ha_py_watch.py``)."""
+    test_dirs = sorted({t for t in map(test_dir_of, task.hidden_test_files) if t})
+    return {"changed": changed, "watch": watch, "workdir": grade_dir.rsplit("/.git/", 1)[0],
+            "hidden": list(task.hidden_test_files), "test_dirs": test_dirs}
+
+
+@register_guard("python")
+class PythonWatchGuard:
+    """The watch for Python runners other than pytest (django's ``runtests.py``, sympy's ``bin/test``,
+    ``python -m unittest``, tox): a ``sitecustomize`` first on ``PYTHONPATH`` (``guards/ha_sitecustomize.py``)
+    starts the audit hook of ``guards/ha_py_watch.py`` in every Python interpreter the command
+    starts, subprocesses included, before the command's own code; it chains to the
+    ``sitecustomize`` it shadows. Both modules get new names each run except ``sitecustomize``
+    itself, whose directory leaves ``sys.path`` again once it ran. Each process appends to one watch
+    file the grader wrote with its header: ``+watched`` (3.8+) or ``+unwatched python 3.x`` (no audit
+    hooks before 3.8), then the kinds it saw (``watch_lines``). Unwatched, and said so: interpreters
+    started with ``-S``, ``-I`` or ``-E``, and commands that set ``PYTHONPATH`` themselves or through
+    a tool that drops it (tox without ``passenv``). Where pytest runs the pytest guard keeps its own
+    watch (the same module), so nothing is recorded twice."""
+
+    name = "python"
+
+    def applies(self, task: Task) -> bool:
+        return task.language == "python" and task.tests.log_parser != "pro" and not GUARDS["pytest"].applies(task)
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        d = f"{grade_dir}/pyw"
+        watch = f"{grade_dir}/{secrets.token_hex(6)}.watch"
+        module = f"ha_py_watch_{secrets.token_hex(6)}"
+        site = (GUARD_DIR / "ha_sitecustomize.py").read_text().replace("__HA_WATCH_MODULE__", module)
+        settings = json.dumps(python_watch_settings(task, grade_dir, changed, watch)).encode()
+        prefix = (f"export PYTHONPATH={ansi_c_quote(d)}${{PYTHONPATH:+:$PYTHONPATH}} "
+                  f"HA_PY_WATCH={ansi_c_quote(d + '/settings.json')}; ")
+        files = {"pyw/sitecustomize.py": site.encode(), f"pyw/{module}.py": (GUARD_DIR / "ha_py_watch.py").read_bytes(),
+                 "pyw/settings.json": settings, watch.rsplit("/", 1)[1]: (WATCH_HEADER + "\n").encode()}
+        return GuardRun(prefix + command, files, watch=watch)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        return []  # the watch is compared with the gold run's (Grader._compare_watch), not with the log
+
+    def read_trace(self, task: Task, sandbox: Any, path: str) -> tuple[list[str] | None, None]:
+        q = ansi_c_quote(path)  # the header, then each distinct line once: many processes append to it
+        got = sandbox.run(f"test -f {q} && {{ head -n 1 -- {q}; tail -n +2 -- {q} | sort -u | head -c 65536; }}",
+                          timeout=120)
+        return watch_lines(got.output if got.exit_code == 0 else None), None
+
+
+def watch_lines(text: str | None) -> list[str] | None:
+    """The kinds in the watch file of a ``PythonWatchGuard`` run: None when no interpreter of the run
+    installed the hook (none started, or all older than 3.8: unwatched); ``watch_removed`` when the
+    file or its header is gone (the grader wrote it before the run)."""
+    lines = (text or "").splitlines()
+    kinds = {x for x in lines[1:] if x and not x.startswith("+") and len(x) <= 80}
+    if not lines or lines[0] != WATCH_HEADER:
+        return sorted(kinds | {"watch_removed"})
+    if "+watched" not in lines:
+        return None
+    return sorted(kinds)[:64]
 
 
 @register_guard("node")
