@@ -183,3 +183,30 @@ def test_a_forgery_under_a_non_pytest_runner_is_seen_by_the_watch(runtests_task,
     assert report.status == "verdict_tampered" and "verdict_tampered" in report.flags, (report.status, report.watch)
     assert kind in report.watch and report.watch_reference == [], (report.watch, report.watch_reference)
     assert any("gold patch's run" in r for r in report.tampering)
+
+
+def test_validate_gold_twice_through_the_cli(runtests_task, tmp_path, capsys):
+    """``ha tasks validate --gold-twice``: the gold patch is graded a second time where its run was
+    watched, compared with the first gold run's watch, and the count of false alarms (0 here) is in
+    the results file, the summary and the printed lines; with Ray it is refused, with a reason."""
+    import json
+
+    from ha_cli.main import main
+    from tests.conftest import task_row
+
+    _ready()
+    rows = tmp_path / "t.jsonl"
+    rows.write_text(json.dumps(task_row(runtests_task)) + "\n")
+    results, summary = tmp_path / "r.jsonl", tmp_path / "s.md"
+    rc = main(["tasks", "validate", "--jsonl", str(rows), "--workers", "1", "--gold-twice",
+               "--results", str(results), "--markdown", str(summary)])
+    out = capsys.readouterr()
+    assert rc == 0, out.err[-2000:]
+    (res,) = [json.loads(line) for line in results.read_text().splitlines()]
+    again = res["gold_twice"]
+    assert again["graded"] and again["false_alarm"] is False and again["status"] == "resolved", again
+    assert again["watch"] == [] and res["watch"]["gold"] == [], (again, res["watch"])  # watched: a record, not None
+    assert "gold again: no alarm" in out.out
+    assert "1 second gradings (watched gold runs that resolve), **0 false alarm(s)**" in summary.read_text()
+    assert main(["tasks", "validate", "--jsonl", str(rows), "--gold-twice", "--executor", "ray"]) == 2
+    assert "--gold-twice runs with --executor threads only" in capsys.readouterr().err
