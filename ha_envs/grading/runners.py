@@ -14,6 +14,10 @@ What each guard can and cannot guarantee (README, "What the sandbox and grader g
   and that no call phase that raised came out "passed"; the grader compares it with the parsed log,
   the final summary line and the exit status. Cannot stop code written against this plugin's own
   internals (it shares the process).
+- ``python``: for Python runners other than pytest (django's ``runtests.py``, sympy's ``bin/test``,
+  unittest) no record of outcomes, but the watch (``PythonWatchGuard``): a ``sitecustomize`` first
+  on ``PYTHONPATH`` starts ``guards/ha_py_watch.py``'s audit hook in every interpreter the command
+  starts; its record is compared with the gold patch's run (``Grader._compare_watch``).
 - ``node``: a reporter of the grader's (``guards/ha_node_guard.mjs``) runs in ``node --test``'s
   runner process, apart from the test files' processes, whose printed text becomes comments; the
   parsed TAP, its summary and the exit status must agree with it.
