@@ -210,3 +210,31 @@ def test_validate_gold_twice_through_the_cli(runtests_task, tmp_path, capsys):
     assert "1 second gradings (watched gold runs that resolve), **0 false alarm(s)**" in summary.read_text()
     assert main(["tasks", "validate", "--jsonl", str(rows), "--gold-twice", "--executor", "ray"]) == 2
     assert "--gold-twice runs with --executor threads only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("version,watched", [("3.7", False), ("3.12", True)])
+def test_an_interpreter_without_audit_hooks_is_unwatched_not_clean(runtests_task, tmp_path, version, watched):
+    """Python 3.7 has no audit hooks: its run is recorded as unwatched (``watch`` None, so nothing is
+    compared and the forgery is left to the canaries), never as an empty record; 3.12 is watched
+    like 3.11. Skipped where that interpreter is not installed."""
+    import dataclasses
+    import glob
+
+    _ready()
+    found = sorted(glob.glob(f"/root/.pyenv/versions/{version}.*/bin/python{version}"))
+    if not found:
+        pytest.skip(f"no Python {version} here")
+    task = dataclasses.replace(runtests_task, tests=dataclasses.replace(
+        runtests_task.tests, test_command=runtests_task.tests.test_command.replace("python ", found[-1] + " ", 1)))
+    payload, kind = FORGERIES["installs-sys-settrace"]
+    patch = patch_of(task.source_dir, ">>calc.py", payload, tmp_path / "p")
+    from pathlib import Path as _Path
+
+    from ha_envs.sandbox.local import LocalSandboxConfig
+
+    shown = LocalSandboxConfig(extra_ro_paths=[str(_Path(found[-1]).parents[1])])  # the interpreter's tree
+    report = Grader(local_sandbox_factory(shown), canaries=False).grade(task, patch)
+    if watched:
+        assert report.status == "verdict_tampered" and kind in report.watch, (report.status, report.watch)
+    else:
+        assert report.watch is None and report.reward == 1.0, (report.status, report.watch, report.log_tail[-600:])
