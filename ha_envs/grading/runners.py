@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -244,11 +245,37 @@ class PytestGuard:
         return reasons
 
 
+REPO_RUNNERS = ("sympy/testing/runtests.py", "sympy/utilities/runtests.py", "django/test/")
+"""Test runners that live in the repository under test (sympy's, Django's ``django.test``): the
+watch counts them as the runner, not as the code under test, unless the patch changes them."""
+
+
+def command_script(command: str) -> str | None:
+    """The repository's script a test command runs (``./tests/runtests.py``, ``bin/test``,
+    ``python tests/runtests.py``), relative to the work copy; None for ``python -m``/``-c``, an
+    absolute path, a bare program name (``tox``), or a command that cannot be split."""
+    try:
+        words = shlex.split(re.split(r"&&|;", command)[-1])
+    except ValueError:
+        return None
+    words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
+    if words and re.match(r"^python[\d.]*$", words[0].rsplit("/", 1)[-1]):
+        words = words[1:]
+        while words and words[0].startswith("-") and words[0] not in ("-m", "-c"):
+            words = words[2:] if words[0] in ("-W", "-X") else words[1:]
+    if not words or words[0] in ("-m", "-c") or words[0].startswith("/"):
+        return None
+    script = words[0].removeprefix("./")
+    return script if "/" in script or script.endswith(".py") else None
+
+
 def python_watch_settings(task: Task, grade_dir: str, changed: list[str], watch: str) -> dict:
-    """What the watch needs to tell the code under test from the tests (``ha_py_watch.py``)."""
+    """What the watch needs to tell the code under test from the tests and the runner (``ha_py_watch.py``)."""
     test_dirs = sorted({t for t in map(test_dir_of, task.hidden_test_files) if t})
+    script = command_script(task.tests.test_command)
     return {"changed": changed, "watch": watch, "workdir": grade_dir.rsplit("/.git/", 1)[0],
-            "hidden": list(task.hidden_test_files), "test_dirs": test_dirs}
+            "hidden": list(task.hidden_test_files), "test_dirs": test_dirs,
+            "runner_paths": sorted({*REPO_RUNNERS, *([script] if script else [])})}
 
 
 @register_guard("python")

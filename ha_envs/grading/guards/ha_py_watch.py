@@ -21,7 +21,10 @@ loaded, programs spawned, signals sent, import hooks left on ``sys.meta_path`` o
 ``sys.path_hooks``, and the watch's own files opened, renamed, removed or truncated
 (``watch_touched``). An event counts only when a frame of the repository's own code (a file the
 patch changed, a non-test file of the work copy, or code with no file: ``exec``'d text) is on the
-stack. The grader compares the kinds with the gold patch's run of the same task (``grader.py``).
+stack; the repository's own test runner (``runner_paths`` in the settings: the command's script,
+sympy's ``runtests.py``, ``django/test/``) counts as the runner, not as the code under test, unless
+the patch changed it. The grader compares the kinds with the gold patch's run of the same task
+(``grader.py``).
 
 Runs on every Python the benchmarks use (3.6+): no f-strings, no walrus, no annotations.
 """
@@ -32,6 +35,7 @@ import sys
 
 HEADER = b"ha-watch 1\n"
 _S = {"changed": set(), "workdir": os.sep, "hidden": set(), "test_dirs": (), "runner_dirs": (),
+      "runner_files": frozenset(), "runner_trees": (),
       "runner_modules": (), "stdlib": (), "own": (), "watch": None}
 _WATCH = {"seen": set(), "file": None}
 _KINDS = {}
@@ -100,6 +104,8 @@ def kind(filename):
             k = "runner"  # also when the repository is the runner (pytest's own): its patch changes it by design
         elif real in _S["changed"]:
             k = "code"
+        elif real in _S["runner_files"] or real.startswith(_S["runner_trees"]):
+            k = "runner"  # the repository's own test runner (its script, sympy's runtests.py, django.test)
         elif real.startswith(_S["stdlib"]) or not real.startswith(_S["workdir"]) or \
                 os.sep + "site-packages" + os.sep in real:
             k = "lib"
@@ -286,6 +292,10 @@ def _configure(settings, runner_names, own):
               test_dirs=tuple(os.path.realpath(os.path.join(workdir, d)) + os.sep
                               for d in settings.get("test_dirs", [])),
               runner_dirs=package_dirs(runner_names), runner_modules=tuple(runner_names),
+              runner_files=frozenset(os.path.realpath(os.path.join(workdir, p))
+                                     for p in settings.get("runner_paths", []) if not p.endswith("/")),
+              runner_trees=tuple(os.path.realpath(os.path.join(workdir, p)) + os.sep
+                                 for p in settings.get("runner_paths", []) if p.endswith("/")),
               stdlib=_stdlib_dirs(), own=frozenset(os.path.realpath(p) for p in own if p))
 
 
