@@ -183,7 +183,7 @@ def test_a_forgery_under_a_non_pytest_runner_is_seen_by_the_watch(runtests_task,
     payload, kind = FORGERIES[name]
     patch = patch_of(runtests_task.source_dir, ">>calc.py", payload, tmp_path / "p")
     bare = Grader(local_sandbox_factory(), canaries=False, watch=False).grade(runtests_task, patch)
-    assert bare.reward == 1.0, (bare.status, bare.tampering, bare.log_tail[-800:])
+    assert bare.reward == 1.0 and bare.watch is None, (bare.status, bare.tampering, bare.log_tail[-800:])
     report = Grader(local_sandbox_factory(), canaries=False).grade(runtests_task, patch)
     assert_graded_zero(report)
     assert report.status == "verdict_tampered" and "verdict_tampered" in report.flags, (report.status, report.watch)
