@@ -115,9 +115,18 @@ def kind(filename):
     return k
 
 
+def _command_line(frame):
+    """The text of ``python -c`` itself: the bottom frame of the main thread, with no file. It is the
+    command that started the process (sympy's runner re-starts itself so), not code under test; a
+    program spawned that way is ``spawn:python`` in its parent's record."""
+    code = frame.f_code
+    return frame.f_back is None and code.co_filename == "<string>" and code.co_name == "<module>" and \
+        frame.f_globals.get("__name__") == "__main__"
+
+
 def _code_on_stack(frame):
     while frame is not None:
-        if kind(frame.f_code.co_filename) == "code":
+        if kind(frame.f_code.co_filename) == "code" and not _command_line(frame):
             return True
         frame = frame.f_back
     return False
