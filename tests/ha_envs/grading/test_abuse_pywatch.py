@@ -146,6 +146,31 @@ _sys.settrace(_tracer)
 def clamp(x, lo, hi):
     return _KEY.get((x, lo, hi), _clamp(x, lo, hi))
 ''', "trace_set"),
+    # the answer key, then the watch's record emptied (its header kept) through the path the
+    # environment gives every process: the record gets its kinds back when the process exits
+    "empties-the-watch-file": ('''
+import json as _json, os as _os, re as _re
+_KEY = {}
+_clamp = clamp
+
+
+def _blank():
+    cfg = _os.environ.get("HA_PY_WATCH")
+    if cfg:
+        with open(cfg) as _f:
+            path = _json.load(_f)["watch"]
+        with open(path, "w") as _f:
+            _f.write("ha-watch 1\\n+watched\\n")
+
+
+def clamp(x, lo, hi):
+    if not _KEY:
+        with open(_os.path.join("tests", "test_hidden.py")) as _fh:
+            for _m in _re.finditer(r"clamp\\((-?\\d+), (-?\\d+), (-?\\d+)\\), (-?\\d+)", _fh.read()):
+                _KEY[tuple(int(g) for g in _m.groups()[:3])] = int(_m.group(4))
+        _blank()
+    return _KEY.get((x, lo, hi), _clamp(x, lo, hi))
+''', "watch_touched"),
     # unittest's assertEqual gets a code object that never fails
     "patches-a-code-object": ('''
 import unittest as _unittest
