@@ -274,7 +274,7 @@ def test_an_interpreter_without_audit_hooks_is_unwatched_not_clean(runtests_task
 def test_the_commands_script_is_the_runner():
     """Which file of the repository a test command runs (``runners.command_script``): the watch
     counts it as the runner."""
-    from ha_envs.grading.runners import command_script, python_watch_settings
+    from ha_envs.grading.runners import command_script
 
     assert command_script("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 a.b") == "tests/runtests.py"
     assert command_script("PYTHONWARNINGS='ignore::UserWarning' bin/test -C --verbose sympy/x.py") == "bin/test"
