@@ -93,10 +93,7 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
             for p in r.problems + r.environment.get("problems", []):
                 print(f"     - {p}")
             if r.gold_twice:
-                g = r.gold_twice
-                print(f"     gold again: {'false alarm' if g.get('false_alarm') else 'no alarm'} "
-                      f"({g.get('status') or g.get('why')}; watch {g.get('watch')})" if g.get("graded") else
-                      f"     gold again: not graded ({g.get('why')})")
+                print(_gold_again_line(r.gold_twice))
     from ha_envs.grading.faults import fault_summary
     print(fault_summary(r.to_dict() for r in results), end="", file=sys.stderr)
     bad = [r.instance_id for r in results if not r.ok]
@@ -109,6 +106,14 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
           file=sys.stderr)
     return 1 if bad else 0
+
+
+def _gold_again_line(g: dict) -> str:
+    """``--gold-twice``: how the second gold grading came out, as printed under its instance."""
+    if not g.get("graded"):
+        return f"     gold again: not graded ({g.get('why')})"
+    return (f"     gold again: {'false alarm' if g.get('false_alarm') else 'no alarm'} "
+            f"({g.get('status')}{': ' + g['why'] if g.get('why') else ''}; watch {g.get('watch')})")
 
 
 def cmd_tasks_export(args: argparse.Namespace) -> int:

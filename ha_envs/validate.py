@@ -91,8 +91,7 @@ class ValidationResult:
 def validate_task(task: Task, grader: Grader | None = None, retries: int = 0,
                   gold_twice: bool = False) -> ValidationResult:
     """``retries``: grade a disagreeing verdict that nothing explains (cause ``grader``) up to this
-    many more times; one that changes makes the cause ``flaky``. ``gold_twice``: grade the gold patch
-    again and count a verdict against it as a false alarm (``_gold_again``)."""
+    many more times; one that changes makes the cause ``flaky``. ``gold_twice``: ``_gold_again``."""
     grader = grader or Grader()
     res = ValidationResult(task.instance_id, ok=True, repo=task.repo or "")
     try:
@@ -125,15 +124,9 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0,
         res.environment = environment_of(task, build=False)
         res.cause = "machine" if MACHINE_SIGNS.search(str(exc)) else "environment"
         return res
-    res.gold_status, res.empty_status = gold.status, empty.status
-    res.seconds = round(gold.duration_s + empty.duration_s, 2)
-    res.canaries = {side: r.canaries for side, r in (("gold", gold), ("empty", empty)) if r.canaries}
-    res.watch = {side: r.watch for side, r in (("gold", gold), ("empty", empty))}
+    _record(res, gold, empty)
     if gold_twice:
-        res.gold_twice = _gold_again(task, grader, gold)
-        if res.gold_twice.get("false_alarm"):
-            res.problems.append(f"the gold patch, graded again, was taken for a forgery ({res.gold_twice['status']}): "
-                                f"{res.gold_twice['why']}")
+        _gold_again(res, task, grader, gold)
     if not task.gold_patch.strip():
         res.problems.append("the task has no gold patch")
     if not gold.resolved:
@@ -177,22 +170,37 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0,
     return res
 
 
-def _gold_again(task: Task, grader: Grader, gold: GradeReport) -> dict:
-    """The gold patch graded a second time by ``grader``, which kept the first gold run's watch as the
-    reference: the second run is compared with it as an agent's equivalent fix is, so a kind the
-    watch saw only once (or any other verdict against an honest run) is a false alarm. Not graded
-    when the first gold run did not resolve or was not watched (nothing to compare)."""
+def _record(res: ValidationResult, gold: GradeReport, empty: GradeReport) -> None:
+    """What the two gradings say, into ``res``: statuses, time, canaries, watch."""
+    res.gold_status, res.empty_status = gold.status, empty.status
+    res.seconds = round(gold.duration_s + empty.duration_s, 2)
+    res.canaries = {side: r.canaries for side, r in (("gold", gold), ("empty", empty)) if r.canaries}
+    res.watch = {side: r.watch for side, r in (("gold", gold), ("empty", empty))}
+
+
+def _gold_again(res: ValidationResult, task: Task, grader: Grader, gold: GradeReport) -> None:
+    """``res.gold_twice``: the gold patch graded a second time by ``grader``, which kept the first gold
+    run's watch as the reference: the second run is compared with it as an agent's equivalent fix
+    is, so a kind the watch saw only once (or any other verdict against an honest run) is a false
+    alarm, and a problem of the task's validation. Not graded when the first gold run did not
+    resolve or was not watched (nothing to compare)."""
     if not gold.resolved or gold.watch is None:
-        return {"graded": False, "why": "the gold patch does not resolve" if not gold.resolved else
-                "the gold run was not watched"}
+        res.gold_twice = {"graded": False, "why": "the gold patch does not resolve" if not gold.resolved else
+                          "the gold run was not watched"}
+        return
     try:
         again = grader.grade(task, task.gold_patch)
     except GradingError as exc:
-        return {"graded": False, "why": f"grading failed: {exc}"[:400]}
+        res.gold_twice = {"graded": False, "why": f"grading failed: {exc}"[:400]}
+        return
     alarm = again.status in ("verdict_tampered", "tests_tampered")
-    return {"graded": True, "status": again.status, "watch": again.watch, "reference": again.watch_reference,
-            "false_alarm": alarm, "why": "; ".join(again.tampering)[:400] if alarm else "",
-            "seconds": round(again.duration_s, 2), "first_seconds": round(gold.duration_s, 2)}
+    res.gold_twice = {"graded": True, "status": again.status, "watch": again.watch,
+                      "reference": again.watch_reference, "false_alarm": alarm,
+                      "why": "; ".join(again.tampering)[:400] if alarm else "",
+                      "seconds": round(again.duration_s, 2), "first_seconds": round(gold.duration_s, 2)}
+    if alarm:
+        res.problems.append(f"the gold patch, graded again, was taken for a forgery ({again.status}): "
+                            f"{res.gold_twice['why']}")
 
 
 _NO_VERDICT = " (the dataset files them under the other list; every verdict is the same either way)"
