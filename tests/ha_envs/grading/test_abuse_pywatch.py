@@ -283,3 +283,28 @@ def test_the_commands_script_is_the_runner():
     for none in ("python -m unittest -v", "tox --current-env -epy39 -v -- tests/t.py", "/opt/runner.py",
                  "python -c 'import x'", "echo 'unbalanced"):
         assert command_script(none) is None, none
+
+
+def test_the_sitecustomize_chains_to_the_one_it_shadows_and_leaves_the_path_as_it_was(tmp_path):
+    """The grader's ``sitecustomize`` starts the watch, takes its directory off ``sys.path`` and runs
+    the ``sitecustomize`` next on the path (a task's own), in the interpreter and in its children."""
+    import json
+    import sys
+
+    from ha_envs.grading.runners import GUARD_DIR, WATCH_HEADER
+
+    watch_dir, theirs, watch = tmp_path / "pyw", tmp_path / "theirs", tmp_path / "w.watch"
+    watch_dir.mkdir()
+    theirs.mkdir()
+    (watch_dir / "sitecustomize.py").write_text(
+        (GUARD_DIR / "ha_sitecustomize.py").read_text().replace("__HA_WATCH_MODULE__", "ha_py_watch_t"))
+    (watch_dir / "ha_py_watch_t.py").write_text((GUARD_DIR / "ha_py_watch.py").read_text())
+    (watch_dir / "settings.json").write_text(json.dumps({"watch": str(watch), "workdir": str(tmp_path)}))
+    (theirs / "sitecustomize.py").write_text("import os\nos.environ['THEIRS'] = os.environ.get('THEIRS', '') + 'x'\n")
+    watch.write_text(WATCH_HEADER + "\n")
+    code = ("import os, subprocess, sys; print(os.environ['THEIRS'], any('pyw' in p for p in sys.path)); "
+            "sys.stdout.flush(); subprocess.call([sys.executable, '-c', 'import os; print(os.environ[\"THEIRS\"])'])")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{watch_dir}:{theirs}", "HA_PY_WATCH": str(watch_dir / "settings.json")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.split() == ["x", "False", "xx"], (out.stdout, out.stderr)
+    assert watch.read_text().splitlines().count("+watched") == 2  # both interpreters
