@@ -35,6 +35,9 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     if args.retries < 0:
         print(f"ha tasks validate: error: --retries must be 0 or more, not {args.retries}", file=sys.stderr)
         return 2
+    if args.gold_twice and args.executor == "ray":
+        print("ha tasks validate: error: --gold-twice runs with --executor threads only", file=sys.stderr)
+        return 2
     network = {"official": None, "on": True, "off": False}[args.network]
     factory = docker_sandbox_factory(network=network) if args.sandbox == "docker" else local_sandbox_factory(network=network)
     tasks = _tasks(args)
@@ -71,7 +74,8 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
             validate_on_ray(todo, Grader(factory), workers=args.workers, retries=args.retries, on_result=record)
         else:
-            validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record, retries=args.retries)
+            validate_tasks(todo, workers=args.workers, grader=Grader(factory), on_result=record, retries=args.retries,
+                           gold_twice=args.gold_twice)
     finally:
         if sink is not None:
             sink.close()
@@ -88,6 +92,8 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
             print(f"{verdict} {r.instance_id:34} gold={r.gold_status:11} empty={r.empty_status:11} {r.seconds:6.1f}s{cause}")
             for p in r.problems + r.environment.get("problems", []):
                 print(f"     - {p}")
+            if r.gold_twice:
+                print(_gold_again_line(r.gold_twice))
     from ha_envs.grading.faults import fault_summary
     print(fault_summary(r.to_dict() for r in results), end="", file=sys.stderr)
     bad = [r.instance_id for r in results if not r.ok]
@@ -100,6 +106,14 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     print(f"{len(results) - len(bad)}/{len(results)} tasks valid" + (f"; invalid: {', '.join(bad)}" if bad else ""),
           file=sys.stderr)
     return 1 if bad else 0
+
+
+def _gold_again_line(g: dict) -> str:
+    """``--gold-twice``: how the second gold grading came out, as printed under its instance."""
+    if not g.get("graded"):
+        return f"     gold again: not graded ({g.get('why')})"
+    return (f"     gold again: {'false alarm' if g.get('false_alarm') else 'no alarm'} "
+            f"({g.get('status')}{': ' + g['why'] if g.get('why') else ''}; watch {g.get('watch')})")
 
 
 def cmd_tasks_export(args: argparse.Namespace) -> int:
@@ -176,6 +190,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "result was an infrastructure fault (tests that could not start, cause machine); their old rows go "
                    "to FILE.masked-history.jsonl; prints faults and valid %% before -> after")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (per repository, with causes)")
+    p.add_argument("--gold-twice", action="store_true",
+                   help="grade the gold patch a second time where its run was watched and resolves, and compare its "
+                        "watch with the first gold run's: a verdict against it is a false alarm (counted in the "
+                        "summary, kept under gold_twice in --results)")
     p.add_argument("--retries", type=int, default=2, metavar="K",
                    help="grade a disagreeing verdict nothing explains up to K more times; one that changes is "
                         "called flaky (default 2; 0: never)")

@@ -78,6 +78,9 @@ class ValidationResult:
     """side (gold, empty) -> what the watch saw the code under test do (``GradeReport.watch``; None
     when the run was not watched). The gold run is the reference the watch compares with, so a
     validation never flags the gold patch by the watch: measure false alarms by grading it again."""
+    gold_twice: dict = field(default_factory=dict)
+    """``--gold-twice``: the gold patch graded a second time by the same grader, its watch compared
+    with the first gold run's as an agent's fix would be (``_gold_again``); empty when not asked."""
     node: str = ""
     """The Ray node that validated it (``ha tasks validate --executor ray``); empty on this machine."""
 
@@ -85,9 +88,10 @@ class ValidationResult:
         return asdict(self)
 
 
-def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) -> ValidationResult:
+def validate_task(task: Task, grader: Grader | None = None, retries: int = 0,
+                  gold_twice: bool = False) -> ValidationResult:
     """``retries``: grade a disagreeing verdict that nothing explains (cause ``grader``) up to this
-    many more times; one that changes makes the cause ``flaky``."""
+    many more times; one that changes makes the cause ``flaky``. ``gold_twice``: ``_gold_again``."""
     grader = grader or Grader()
     res = ValidationResult(task.instance_id, ok=True, repo=task.repo or "")
     try:
@@ -120,10 +124,9 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
         res.environment = environment_of(task, build=False)
         res.cause = "machine" if MACHINE_SIGNS.search(str(exc)) else "environment"
         return res
-    res.gold_status, res.empty_status = gold.status, empty.status
-    res.seconds = round(gold.duration_s + empty.duration_s, 2)
-    res.canaries = {side: r.canaries for side, r in (("gold", gold), ("empty", empty)) if r.canaries}
-    res.watch = {side: r.watch for side, r in (("gold", gold), ("empty", empty))}
+    _record(res, gold, empty)
+    if gold_twice:
+        _gold_again(res, task, grader, gold)
     if not task.gold_patch.strip():
         res.problems.append("the task has no gold patch")
     if not gold.resolved:
@@ -165,6 +168,39 @@ def validate_task(task: Task, grader: Grader | None = None, retries: int = 0) ->
     if res.cause == "grader" and retries > 0:
         _regrade(res, task, grader, gold, empty, retries)
     return res
+
+
+def _record(res: ValidationResult, gold: GradeReport, empty: GradeReport) -> None:
+    """What the two gradings say, into ``res``: statuses, time, canaries, watch."""
+    res.gold_status, res.empty_status = gold.status, empty.status
+    res.seconds = round(gold.duration_s + empty.duration_s, 2)
+    res.canaries = {side: r.canaries for side, r in (("gold", gold), ("empty", empty)) if r.canaries}
+    res.watch = {side: r.watch for side, r in (("gold", gold), ("empty", empty))}
+
+
+def _gold_again(res: ValidationResult, task: Task, grader: Grader, gold: GradeReport) -> None:
+    """``res.gold_twice``: the gold patch graded a second time by ``grader``, which kept the first gold
+    run's watch as the reference: the second run is compared with it as an agent's equivalent fix
+    is, so a kind the watch saw only once (or any other verdict against an honest run) is a false
+    alarm, and a problem of the task's validation. Not graded when the first gold run did not
+    resolve or was not watched (nothing to compare)."""
+    if not gold.resolved or gold.watch is None:
+        res.gold_twice = {"graded": False, "why": "the gold patch does not resolve" if not gold.resolved else
+                          "the gold run was not watched"}
+        return
+    try:
+        again = grader.grade(task, task.gold_patch)
+    except GradingError as exc:
+        res.gold_twice = {"graded": False, "why": f"grading failed: {exc}"[:400]}
+        return
+    alarm = again.status in ("verdict_tampered", "tests_tampered")
+    res.gold_twice = {"graded": True, "status": again.status, "watch": again.watch,
+                      "reference": again.watch_reference, "false_alarm": alarm,
+                      "why": "; ".join(again.tampering)[:400] if alarm else "",
+                      "seconds": round(again.duration_s, 2), "first_seconds": round(gold.duration_s, 2)}
+    if alarm:
+        res.problems.append(f"the gold patch, graded again, was taken for a forgery ({again.status}): "
+                            f"{res.gold_twice['why']}")
 
 
 _NO_VERDICT = " (the dataset files them under the other list; every verdict is the same either way)"
@@ -280,14 +316,14 @@ def environment_of(task: Task, build: bool = True) -> dict:
 
 def validate_tasks(tasks: list[Task], workers: int = 2, grader: Grader | None = None,
                    on_result: Callable[[ValidationResult], None] | None = None,
-                   retries: int = 0) -> list[ValidationResult]:
+                   retries: int = 0, gold_twice: bool = False) -> list[ValidationResult]:
     """Validate ``tasks`` on ``workers`` threads; ``on_result`` sees each result as it finishes
     (a resumable results file appends it there). Returns them in the order of ``tasks``."""
     grader = grader or Grader()
     done: dict[str, ValidationResult] = {}
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(validate_task, t, grader, retries): t for t in tasks}
+        futures = {pool.submit(validate_task, t, grader, retries, gold_twice): t for t in tasks}
         for fut in as_completed(futures):
             res = fut.result()
             with lock:
@@ -348,7 +384,7 @@ def summary_markdown(results: list[ValidationResult], title: str = "Validation")
         ok = sum(r.ok for r in eligible)
         lines += ["", f"Needing neither network nor what this machine lacks: {ok}/{len(eligible)} validate "
                       f"({100 * ok / len(eligible):.1f}%)."]
-    lines += _canary_lines(results)
+    lines += _canary_lines(results) + _gold_twice_lines(results)
     bad = [r for r in results if not r.ok]
     if bad:
         lines += ["", "| instance | cause | gold | empty | problems |", "|---|---|---|---|---|"]
@@ -362,6 +398,17 @@ def summary_markdown(results: list[ValidationResult], title: str = "Validation")
         lines += ["", "Notes (what was not checked):"]
         lines += [f"- `{r.instance_id}`: " + "; ".join(r.notes).replace("\n", " ") for r in noted]
     return "\n".join(lines) + "\n"
+
+
+def _gold_twice_lines(results: list[ValidationResult]) -> list[str]:
+    """``--gold-twice``: how many second gold gradings were taken for a forgery, and their time."""
+    again = [r.gold_twice for r in results if r.gold_twice.get("graded")]
+    if not any(r.gold_twice for r in results):
+        return []
+    alarms = sum(bool(g["false_alarm"]) for g in again)
+    seconds = sum(g["seconds"] for g in again)
+    return ["", f"Gold patch graded twice: {len(again)} second gradings (watched gold runs that resolve), "
+                f"**{alarms} false alarm(s)**; {seconds:.0f} s of grading for them."]
 
 
 def _canary_lines(results: list[ValidationResult]) -> list[str]:

@@ -98,7 +98,7 @@ class Grader:
         measure what they add."""
         self.watch = watch
         """Compare what the code under test was seen doing with the gold patch's run (``_compare_watch``);
-        off only to measure."""
+        off only to measure (off, Python runners other than pytest are not watched at all)."""
         self.patch_bytes = patch_bytes
         """Largest patch (characters) graded; a larger one is ``patch_too_large`` (the sandboxes cap
         the changed files' size at ``PATCH_CAP_BYTES``; a binary patch's text is larger)."""
@@ -520,6 +520,8 @@ class Grader:
         files: dict[str, bytes] = {}
         watch = None
         for guard in guards_for(task):
+            if guard.name == "python" and not self.watch:
+                continue  # a guard that only watches: off with the comparison, to measure what it costs
             run = guard.prepare(task, command, gd, changed)
             command = run.command
             files.update(run.files)

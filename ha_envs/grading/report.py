@@ -13,7 +13,10 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/14"  # 14: Harbor: test.sh traced (harbor_trace.py): a process that outlived its
+GRADER_VERSION = "ha-grader/15"  # 15: the Python watch under every Python runner (a sitecustomize first on
+# PYTHONPATH starts it in each interpreter the test command starts: django's runtests.py, sympy's bin/test,
+# unittest), compared with the gold run's like pytest's; touching the watch's own files is watch_touched
+# 14: Harbor: test.sh traced (harbor_trace.py): a process that outlived its
 # starter, a failed write of the reward, limits or memory of another process, test.sh's shell killed -> as survivors;
 # Go/Rust/JS: a must-fail twin of each FAIL_TO_PASS test with a check to turn (a JS forgery sparing every test with a
 # near-copy earned 1.0 under 13)

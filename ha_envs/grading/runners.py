@@ -14,6 +14,10 @@ What each guard can and cannot guarantee (README, "What the sandbox and grader g
   and that no call phase that raised came out "passed"; the grader compares it with the parsed log,
   the final summary line and the exit status. Cannot stop code written against this plugin's own
   internals (it shares the process).
+- ``python``: for Python runners other than pytest (django's ``runtests.py``, sympy's ``bin/test``,
+  unittest) no record of outcomes, but the watch (``PythonWatchGuard``): a ``sitecustomize`` first
+  on ``PYTHONPATH`` starts ``guards/ha_py_watch.py``'s audit hook in every interpreter the command
+  starts; its record is compared with the gold patch's run (``Grader._compare_watch``).
 - ``node``: a reporter of the grader's (``guards/ha_node_guard.mjs``) runs in ``node --test``'s
   runner process, apart from the test files' processes, whose printed text becomes comments; the
   parsed TAP, its summary and the exit status must agree with it.
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -189,10 +194,13 @@ class PytestGuard:
         # stand in for it, and its directory goes last on PYTHONPATH: tests that edit sys.path by
         # position (pylint's modify_sys_path pops entries by index) see the path they expect.
         module = f"ha_pytest_guard_{secrets.token_hex(6)}"
+        watcher = f"ha_py_watch_{secrets.token_hex(6)}"
+        settings = json.dumps({**json.loads(settings), "watch_module": watcher}).encode()
         prefix = (f"export PYTHONPATH=${{PYTHONPATH:+$PYTHONPATH:}}{ansi_c_quote(d)} PYTHONDONTWRITEBYTECODE=1 "
                   f"PYTEST_ADDOPTS=\"-p {module} -p no:cacheprovider${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\" "
                   f"HA_GUARD_CONFIG={ansi_c_quote(d + '/settings.json')}; ")
         return GuardRun(prefix + command, {f"py/{module}.py": (GUARD_DIR / "ha_pytest_guard.py").read_bytes(),
+                                           f"py/{watcher}.py": (GUARD_DIR / "ha_py_watch.py").read_bytes(),
                                            "py/settings.json": settings}, report, watch)
 
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
@@ -235,6 +243,93 @@ class PytestGuard:
                     reasons.append(f"the last summary line says {said.get(key, 0)} {key}; pytest recorded "
                                    f"{counts.get(key, 0)}")
         return reasons
+
+
+REPO_RUNNERS = ("sympy/testing/runtests.py", "sympy/utilities/runtests.py", "django/test/")
+"""Test runners that live in the repository under test (sympy's, Django's ``django.test``): the
+watch counts them as the runner, not as the code under test, unless the patch changes them."""
+
+
+def command_script(command: str) -> str | None:
+    """The repository's script a test command runs (``./tests/runtests.py``, ``bin/test``,
+    ``python tests/runtests.py``), relative to the work copy; None for ``python -m``/``-c``, an
+    absolute path, a bare program name (``tox``), or a command that cannot be split."""
+    try:
+        words = shlex.split(re.split(r"&&|;", command)[-1])
+    except ValueError:
+        return None
+    words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
+    if words and re.match(r"^python[\d.]*$", words[0].rsplit("/", 1)[-1]):
+        words = words[1:]
+        while words and words[0].startswith("-") and words[0] not in ("-m", "-c"):
+            words = words[2:] if words[0] in ("-W", "-X") else words[1:]
+    if not words or words[0] in ("-m", "-c") or words[0].startswith("/"):
+        return None
+    script = words[0].removeprefix("./")
+    return script if "/" in script or script.endswith(".py") else None
+
+
+def python_watch_settings(task: Task, grade_dir: str, changed: list[str], watch: str) -> dict:
+    """What the watch needs to tell the code under test from the tests and the runner (``ha_py_watch.py``)."""
+    test_dirs = sorted({t for t in map(test_dir_of, task.hidden_test_files) if t})
+    script = command_script(task.tests.test_command)
+    return {"changed": changed, "watch": watch, "workdir": grade_dir.rsplit("/.git/", 1)[0],
+            "hidden": list(task.hidden_test_files), "test_dirs": test_dirs,
+            "runner_paths": sorted({*REPO_RUNNERS, *([script] if script else [])})}
+
+
+@register_guard("python")
+class PythonWatchGuard:
+    """The watch for Python runners other than pytest (django's ``runtests.py``, sympy's ``bin/test``,
+    ``python -m unittest``, tox): a ``sitecustomize`` first on ``PYTHONPATH`` (``guards/ha_sitecustomize.py``)
+    starts the audit hook of ``guards/ha_py_watch.py`` in every Python interpreter the command
+    starts, subprocesses included, before the command's own code; it chains to the
+    ``sitecustomize`` it shadows. Both modules get new names each run except ``sitecustomize``
+    itself, whose directory leaves ``sys.path`` again once it ran. Each process appends to one watch
+    file the grader wrote with its header: ``+watched`` (3.8+) or ``+unwatched python 3.x`` (no audit
+    hooks before 3.8), then the kinds it saw (``watch_lines``). Unwatched, and said so: interpreters
+    started with ``-S``, ``-I`` or ``-E``, and commands that set ``PYTHONPATH`` themselves or through
+    a tool that drops it (tox without ``passenv``). Where pytest runs the pytest guard keeps its own
+    watch (the same module), so nothing is recorded twice."""
+
+    name = "python"
+
+    def applies(self, task: Task) -> bool:
+        return task.language == "python" and task.tests.log_parser != "pro" and not GUARDS["pytest"].applies(task)
+
+    def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
+        d = f"{grade_dir}/pyw"
+        watch = f"{grade_dir}/{secrets.token_hex(6)}.watch"
+        module = f"ha_py_watch_{secrets.token_hex(6)}"
+        site = (GUARD_DIR / "ha_sitecustomize.py").read_text().replace("__HA_WATCH_MODULE__", module)
+        settings = json.dumps(python_watch_settings(task, grade_dir, changed, watch)).encode()
+        prefix = (f"export PYTHONPATH={ansi_c_quote(d)}${{PYTHONPATH:+:$PYTHONPATH}} "
+                  f"HA_PY_WATCH={ansi_c_quote(d + '/settings.json')}; ")
+        files = {"pyw/sitecustomize.py": site.encode(), f"pyw/{module}.py": (GUARD_DIR / "ha_py_watch.py").read_bytes(),
+                 "pyw/settings.json": settings, watch.rsplit("/", 1)[1]: (WATCH_HEADER + "\n").encode()}
+        return GuardRun(prefix + command, files, watch=watch)
+
+    def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
+        return []  # the watch is compared with the gold run's (Grader._compare_watch), not with the log
+
+    def read_trace(self, task: Task, sandbox: Any, path: str) -> tuple[list[str] | None, None]:
+        q = ansi_c_quote(path)  # the header, then each distinct line once: many processes append to it
+        got = sandbox.run(f"test -f {q} && {{ head -n 1 -- {q}; tail -n +2 -- {q} | sort -u | head -c 65536; }}",
+                          timeout=120)
+        return watch_lines(got.output if got.exit_code == 0 else None), None
+
+
+def watch_lines(text: str | None) -> list[str] | None:
+    """The kinds in the watch file of a ``PythonWatchGuard`` run: None when no interpreter of the run
+    installed the hook (none started, or all older than 3.8: unwatched); ``watch_removed`` when the
+    file or its header is gone (the grader wrote it before the run)."""
+    lines = (text or "").splitlines()
+    kinds = {x for x in lines[1:] if x and not x.startswith("+") and len(x) <= 80}
+    if not lines or lines[0] != WATCH_HEADER:
+        return sorted(kinds | {"watch_removed"})
+    if "+watched" not in lines:
+        return None
+    return sorted(kinds)[:64]
 
 
 @register_guard("node")
