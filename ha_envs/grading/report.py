@@ -13,7 +13,10 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/13"  # 13: Go tests' outcome witnesses in the OS trace (witness.py): a Go init that
+GRADER_VERSION = "ha-grader/14"  # 14: the OS trace of Go/Rust/JavaScript runs in the local sandbox taken by the
+# host's strace attached from outside (sandbox/hosttrace.py), into a host file: a rewrite of the trace into well-formed
+# lines earned 1.0 under 13 (canaries off); a tracer that ends early is tracer_lost; GradeReport.trace_from
+# 13: Go tests' outcome witnesses in the OS trace (witness.py): a Go init that
 # runs the tests itself and lies only where no canary or twin can tell earned 1.0 under 12; close(1) is fd_redirect;
 # a trace written by someone else is trace_garbled. Harbor: processes that outlive test.sh are killed before the
 # reward is read, and the reward is not believed unless the base's verifier leaves some too
@@ -121,6 +124,11 @@ class GradeReport:
     """What the code under test was seen doing while the hidden tests ran, by kind (the watch:
     ``guards/ha_pytest_guard.py``); None when the run was not watched (a runner without a watch, or
     Python before 3.8)."""
+    trace_from: str = ""
+    """Where the OS-level trace of a Go, Rust or JavaScript run was taken (``ostrace.py``): ``host``
+    (out of the test processes' reach), ``host, within reach`` (an unisolated sandbox), ``sandbox,
+    within reach`` (a file in the grading copy: Docker, or a host whose strace cannot attach); empty
+    when the run had no OS-level trace."""
     watch_reference: list[str] | None = None
     """The gold patch's run of the same task, seen the same way: compared with ``watch`` when the
     run would resolve and the watch saw anything (kinds the gold run lacks -> ``verdict_tampered``)."""

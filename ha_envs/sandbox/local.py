@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
-from . import live, netns
+from . import hosttrace, live, netns
 from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, RunResult, SandboxError, nul_result
+from .hosttrace import HostTrace, TraceSpec
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .netns import UserNet
 from .provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
@@ -446,6 +447,19 @@ class LocalSandbox:
         if self.limits is limits and limits.at_pid_limit():
             notes.append(self._clear_pid_limit(limits, session, spare, "by this command"))
         return to_result(cap, timeout, time.monotonic() - t0, notes)
+
+    def run_traced(self, command: str, spec: TraceSpec, timeout: float | None = None, head_bytes: int | None = None,
+                   tail_bytes: int | None = None) -> tuple[RunResult, HostTrace]:
+        """``run`` with the command traced by this host's strace, attached to the sandbox's bash from
+        outside bubblewrap's namespaces (``hosttrace.py``); unisolated, within the command's reach."""
+        return hosttrace.run_traced(self, self._shell_host_pid, command, spec, timeout, head_bytes, tail_bytes,
+                                    reachable=not self.isolated)
+
+    def _shell_host_pid(self) -> int | None:
+        """The shell's bash on this host: under bubblewrap, below its two bwrap processes."""
+        if self.shell is None or self.shell.pid is None:
+            return None
+        return hosttrace.descendant_named(self.shell.pid, "bash") if self.isolated else self.shell.pid
 
     def _check_shell_death(self, rc: int | None) -> None:
         """Under bubblewrap the shell's own process is bwrap: a command that kills bash inside makes
