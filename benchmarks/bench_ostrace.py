@@ -5,8 +5,8 @@ For each bundled Go, Rust and JavaScript task: a local sandbox (bubblewrap when 
 repository with the gold patch and the hidden tests applied, then the task's test command run
 ``--n`` times each way, alternating: plain (``sandbox.run``), under strace inside the sandbox as
 grader 13 ran it (``ostrace.wrap``: ``strace -f --seccomp-bpf``, the trace a file the tests can
-reach), and traced from the host as grader 14 runs it (``sandbox.run_traced``: ``strace -f -p`` on
-the sandbox's shell, out of the tests' reach; no ``--seccomp-bpf`` when attaching). Reported:
+reach), and traced from the host as grader 14 runs it (``sandbox.run_traced`` in a second sandbox
+whose shell is a child of the host's ``strace -f --seccomp-bpf``, out of the tests' reach). Reported:
 medians, the ratios to plain, the host trace's size and the kinds ``ostrace.record`` reads from it
 (the gold run's; nothing but node's runner expected).
 
@@ -27,13 +27,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def prepared(task):
-    from ha_envs.sandbox.local import LocalSandbox
+def prepared(task, traced: bool):
+    """A local sandbox on the task with the gold patch and the hidden tests; ``traced``: its shell a
+    child of the host's strace (``LocalSandboxConfig.trace``), as in grading."""
+    from ha_envs.grading.ostrace import host_trace_spec
+    from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
 
-    sandbox = LocalSandbox(task)
+    sandbox = LocalSandbox(task, LocalSandboxConfig(trace=host_trace_spec(task) if traced else None))
+    sandbox.start()
     for name, patch in (("gold", task.gold_patch), ("tests", task.tests.test_patch)):
-        sandbox.write_file(f"/tmp/{name}.diff", patch.encode())
-        res = sandbox.run(f"git apply /tmp/{name}.diff", timeout=120)
+        sandbox.write_file(f".ha-{name}.diff", patch.encode())
+        res = sandbox.run(f"git apply .ha-{name}.diff && rm .ha-{name}.diff", timeout=120)
         assert res.exit_code == 0, res.output
     return sandbox
 
@@ -62,18 +66,19 @@ def main() -> None:
     for task in load_suite("mini"):
         if task.language == "python":
             continue
-        sandbox = prepared(task)
+        sandbox, traced = prepared(task, False), prepared(task, True)
         try:
             command, budget = task.tests.test_command, task.tests.timeout_s
             inside = wrap(command, "/tmp/ha-bench.trace")
             sandbox.run(command, timeout=budget)  # warm the build caches
+            traced.run(command, timeout=budget)
             times: dict[str, list[float]] = {"plain": [], "inside": [], "host": []}
             trace = None
             for _ in range(args.n):
                 times["plain"].append(timed(partial(sandbox.run, command, timeout=budget)))
                 times["inside"].append(timed(partial(sandbox.run, inside, timeout=budget)))
                 t0 = time.perf_counter()
-                _, trace = sandbox.run_traced(command, TraceSpec(TRACED), timeout=budget)
+                _, trace = traced.run_traced(command, TraceSpec(TRACED, 512, 48 << 20), timeout=budget)
                 times["host"].append(time.perf_counter() - t0)
             p, i, h = (statistics.median(times[k]) for k in ("plain", "inside", "host"))
             kinds = record(trace.text, task.hidden_test_files, "")
@@ -81,6 +86,7 @@ def main() -> None:
                   f"{len(trace.text.encode()) / 1024:.0f} | {', '.join(kinds) or '-'} |")
         finally:
             sandbox.close()
+            traced.close()
 
 
 if __name__ == "__main__":

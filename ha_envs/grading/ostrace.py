@@ -3,12 +3,13 @@
 The code under test of a compiled language or of node runs inside the test binary or the node
 process, where no guard of ours runs before it. So the test command runs traced by ``strace -f``,
 which records, from outside the traced processes, what they do, and the grader reads the trace back
-after the run (``record``). Where the sandbox can (``run_traced``: the local sandbox), the tracer is
-the host's, attached to the sandbox's shell from outside its namespaces, writing to a host file the
-sandbox does not hold (``sandbox/hosttrace.py``): the test processes can neither rewrite the trace
-nor signal the tracer. Elsewhere (a Docker container, a host where strace cannot attach) the command
-runs under ``strace -f --seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading
-copy, within the test processes' reach (said in the log). Kinds:
+after the run (``record``). Where the sandbox can (``run_traced``: the local sandbox, whose grading
+shells start as children of the host's strace, ``host_trace_spec``), the tracer is the host's,
+outside the sandbox's namespaces, writing to a host file the sandbox does not hold
+(``sandbox/hosttrace.py``): the test processes can neither rewrite the trace nor signal the tracer.
+Elsewhere (a Docker container, a host without strace) the command runs under ``strace -f
+--seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading copy, within the test
+processes' reach (said in the log). Kinds:
 
 - ``spawn:<program>``: a program started by a *test process* (a Go ``*.test`` binary, a Rust test
   binary under ``target/*/deps/``, node, and everything they start); ``spawn:test-binary`` when a
@@ -23,9 +24,9 @@ copy, within the test processes' reach (said in the log). Kinds:
 - ``trace_garbled``: a line of the trace that strace did not write (blanked or zeroed bytes, text
   that is no call): the file was written by someone else. Inside the sandbox a rewrite into
   well-formed lines is not seen; on the host nothing else writes the file;
-- ``tracer_lost`` (a trace from the host): the tracer ended before the run did while the shell it
-  traced lived on (killed: possible only for an unisolated sandbox, whose processes share the
-  host's pid namespace, or crashed).
+- ``tracer_lost`` (a trace from the host): the tracer ended by a signal during the run (killed:
+  possible from inside only for an unisolated sandbox, whose processes share the host's pid
+  namespace).
 
 It also reads the Go tests' outcome witnesses (``prctl(PR_SET_NAME)`` calls of test processes:
 ``witness.py``), which ``Grader._judge`` holds the log to.
@@ -36,9 +37,8 @@ Docker grading container the tracer is the host's ``strace``, with its own loade
 read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image needs it.
 Where no strace works, the command runs as it is and the run is unwatched (``watch`` None). Limits
 (``docs/security.md``): the Docker sandbox's trace is still a file in the grading copy, which the
-code under test can find and rewrite; traced from the host, strace attaches (``-p``) and so cannot
-use ``--seccomp-bpf`` (every call of the traced processes stops them: slower, ``benchmarks/RESULTS.md``),
-and system calls not in ``TRACED`` (an ``io_uring`` open, say) are not seen either way; node's own
+code under test can find and rewrite; system calls not in ``TRACED`` (an ``io_uring`` open, say)
+are not seen either way; node's own
 runner spawns node processes, wires their fds and reads the test files, so for node only programs
 other than node and the files' readers beyond them can differ from the gold run.
 """
@@ -193,6 +193,12 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
     return sorted(seen), witness.tokens(calls)
 
 
+def host_trace_spec(task: Task) -> TraceSpec | None:
+    """What a grading sandbox of ``task`` traces from the host (``LocalSandboxConfig.trace``): the
+    calls of ``TRACED`` when this guard watches the task, else nothing."""
+    return TraceSpec(TRACED, 512, MAX_TRACE) if TraceGuard().applies(task) else None
+
+
 def trace_from(ev: Evidence) -> str:
     """Where the run's OS-level trace was taken (``GradeReport.trace_from``); "" when none was."""
     if ev.host_trace is not None:
@@ -212,7 +218,7 @@ class TraceGuard:
 
     def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
         trace = f"{grade_dir}/{secrets.token_hex(6)}.log"
-        return GuardRun(wrap(command, trace), watch=trace, trace=TraceSpec(TRACED, 512, MAX_TRACE), plain=command)
+        return GuardRun(wrap(command, trace), watch=trace, trace=TraceSpec(TRACED, 512, MAX_TRACE))
 
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
         return []  # the trace is compared with the gold run's (Grader._compare_watch), not with the log

@@ -14,8 +14,8 @@ from .verdicts import rules_for, task_verdict
 
 
 GRADER_VERSION = "ha-grader/14"  # 14: the OS trace of Go/Rust/JavaScript runs in the local sandbox taken by the
-# host's strace attached from outside (sandbox/hosttrace.py), into a host file: a rewrite of the trace into well-formed
-# lines earned 1.0 under 13 (canaries off); a tracer that ends early is tracer_lost; GradeReport.trace_from
+# host's strace, the grading shell's parent (sandbox/hosttrace.py), into a host file: a rewrite of the trace into
+# well-formed lines earned 1.0 under 13 (canaries off); a tracer killed during the run is tracer_lost; trace_from
 # 13: Go tests' outcome witnesses in the OS trace (witness.py): a Go init that
 # runs the tests itself and lies only where no canary or twin can tell earned 1.0 under 12; close(1) is fd_redirect;
 # a trace written by someone else is trace_garbled. Harbor: processes that outlive test.sh are killed before the

@@ -57,9 +57,8 @@ class GuardRun:
     """Where the guard writes its watch record as it goes (``ha_pytest_guard.py``), if it keeps one."""
     trace: TraceSpec | None = None
     """An OS-level trace the sandbox should take from outside (``ostrace.py``): then the command
-    runs as it was before this guard (``plain``) through ``sandbox.run_traced``, and ``command``
-    (the trace inside the sandbox) is the fallback for a sandbox or host that cannot."""
-    plain: str = ""
+    runs as it was before this guard, through ``sandbox.run_traced``, and ``command`` (the trace
+    inside the sandbox) is the fallback for a sandbox or host that cannot."""
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ha_envs.grading.ostrace import TRACED, TraceGuard
-from ha_envs.sandbox.hosttrace import TraceSpec
+from ha_envs.sandbox.hosttrace import TraceSpec, TraceUnavailable
 from ha_envs.sandbox.local import LocalSandbox, LocalSandboxConfig
 
 SPEC = TraceSpec(TRACED)
@@ -28,10 +28,11 @@ def test_under_bubblewrap_the_tracer_is_out_of_reach(tmp_path):
 
     require_bwrap()
     require_tool("strace")
-    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation="bwrap"))
+    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation="bwrap", trace=SPEC))
     try:
         res, trace = sandbox.run_traced("grep TracerPid /proc/$$/status; ls -a /tmp; " + KILL_ALL, SPEC)
         assert "TracerPid:\t0" in res.output  # the tracer's pid is not in the sandbox's namespace
+        assert "strace" not in sandbox.run("cat /proc/[0-9]*/comm", timeout=30).output
         assert "ha-trace-" not in res.output  # nor its folder in the sandbox's /tmp
         assert "after-the-kill" in res.output, res.output
         assert not trace.lost and not trace.reachable
@@ -41,22 +42,30 @@ def test_under_bubblewrap_the_tracer_is_out_of_reach(tmp_path):
 
 
 def test_unisolated_a_killed_tracer_shows(tmp_path):
-    """Without bubblewrap the command can kill the tracer: the trace says it was lost, and the
-    grader's record holds ``tracer_lost`` (no gold run shows it: ``verdict_tampered``)."""
+    """Without bubblewrap the command can kill the tracer (its shell's parent, in plain sight):
+    the trace says it was lost, and the grader's record holds ``tracer_lost`` (no gold run shows
+    it: ``verdict_tampered``)."""
     from tests.conftest import require_tool
 
     require_tool("strace")
-    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation="none"))
+    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation="none", trace=SPEC))
     try:
-        res, trace = sandbox.run_traced('kill -9 "$(sed -n "s/^TracerPid:\\t//p" /proc/$$/status)"; '
-                                        "sleep 0.2; /bin/echo unseen", SPEC)
-        assert "unseen" in res.output, res.output
-        assert trace.lost and trace.reachable
+        res, trace = sandbox.run_traced('kill -9 "$(sed -n "s/^TracerPid:\t//p" /proc/$$/status)"; '
+                                        "sleep 0.5; /bin/echo unseen", SPEC)
+        assert trace.lost and trace.reachable, (res, trace.lost)  # strace took the shell with it (its notes)
         assert "unseen" not in trace.text
         kinds, _ = TraceGuard().read_trace(_task(), sandbox, "", trace)
         assert "tracer_lost" in kinds, kinds
         res, trace = sandbox.run_traced("/bin/echo seen", SPEC)  # the next command: a new tracer
-        assert not trace.lost and "seen" in trace.text
+        assert not trace.lost and 'execve("/bin/echo", ["/bin/echo", "seen"]' in trace.text
+        assert "seen" in res.output
+        plain = LocalSandbox(_task(), LocalSandboxConfig(isolation="none"))
+        try:  # a sandbox whose shells are not traced says so before running anything
+            with pytest.raises(TraceUnavailable, match="not traced"):
+                plain.run_traced("touch ran", SPEC)
+            assert plain.run("test -e ran || echo absent").output.strip() == "absent"
+        finally:
+            plain.close()
     finally:
         sandbox.close()
 
@@ -71,7 +80,7 @@ def test_the_trace_follows_children_by_the_tracers_pids(isolation):
     require_tool("strace")
     if isolation == "bwrap":
         require_bwrap()
-    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation=isolation))
+    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation=isolation, trace=SPEC))
     try:
         sandbox.run('mkdir -p "$TMPDIR/b" && cp /bin/bash "$TMPDIR/b/x.test"', timeout=30)
         _, trace = sandbox.run_traced(""""$TMPDIR/b/x.test" -c '/bin/true; /bin/echo hi'""", SPEC)
@@ -107,20 +116,3 @@ def test_ha_grade_reports_a_trace_taken_from_the_host(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     body = json.loads((out / "logs" / task.instance_id / "report.json").read_text())[task.instance_id]
     assert body["resolved"] and body["trace_from"] == "host", body
-
-
-def test_a_process_left_behind_named_bash_is_not_taken_for_the_shell():
-    """A command leaves a ``bash`` behind (reparented to the sandbox's pid 1, beside the shell):
-    the tracer still attaches to the shell (the oldest), so the next command is in the trace."""
-    from tests.conftest import require_bwrap, require_tool
-
-    require_bwrap()
-    require_tool("strace")
-    sandbox = LocalSandbox(_task(), LocalSandboxConfig(isolation="bwrap"))
-    try:
-        sandbox.run("(bash -c 'sleep 60; :' </dev/null >/dev/null 2>&1 &)", timeout=30)
-        assert "bash" in sandbox.run("ps -o comm= --ppid 1 2>/dev/null || cat /proc/[0-9]*/comm", timeout=30).output
-        _, trace = sandbox.run_traced("/bin/echo from-the-shell", SPEC)
-        assert 'execve("/bin/echo", ["/bin/echo", "from-the-shell"]' in trace.text, trace.text[-1000:]
-    finally:
-        sandbox.close()
