@@ -200,7 +200,7 @@ class LocalSandbox:
         if self.config.trace is not None:
             try:
                 self._trace = hosttrace.ShellTrace(self.config.trace)
-                tracer = self._trace.prefix()
+                tracer = self._trace.prefix(pid_namespace=self.isolated)
             except hosttrace.TraceUnavailable as exc:
                 log.warning("the sandbox shell is not traced: %s", exc)
                 self._trace.discard()
