@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import re
 import shutil
 import tempfile
@@ -30,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.base import Sandbox, SandboxError
+from ..sandbox.base import RunResult, Sandbox, SandboxError
+from ..sandbox.hosttrace import HostTrace, TraceSpec, TraceUnavailable
 from ..sandbox.reaper import owned_prefix
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.provision.workcopy import PATCH_CAP_BYTES, Snapshot, prepare_snapshot
@@ -72,6 +74,9 @@ class _BaseOutcome:
         statuses = get_parser(task.tests.log_parser, task.instance_id)(evidence.log)
         failing = frozenset(t for t in task.tests.pass_to_pass if statuses.get(t) not in ("PASSED", "SKIPPED", "XFAIL"))
         return cls(evidence.timed_out, failing, bool(network_errors(evidence.log, 1)), evidence.log[-4000:])
+
+
+log = logging.getLogger(__name__)
 
 
 class Grader:
@@ -197,7 +202,7 @@ class Grader:
         if self.watch and not evidence.timed_out and "trace_cut" not in (evidence.watch or []):
             forged += witness.check(plan, statuses, evidence.witnesses)
         report.canaries = canary_tests.summary(plan, statuses)
-        report.watch = evidence.watch
+        report.watch, report.trace_from = evidence.watch, ostrace.trace_from(evidence)
         if report.resolved or forged:
             forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
                                           evidence.timed_out, simple)
@@ -519,11 +524,15 @@ class Grader:
         reports: dict[str, str] = {}
         files: dict[str, bytes] = {}
         watch = None
+        outside: tuple[TraceSpec, str] | None = None
         for guard in guards_for(task):
             if guard.name == "python" and not self.watch:
                 continue  # a guard that only watches: off with the comparison, to measure what it costs
             run = guard.prepare(task, command, gd, changed)
-            command = run.command
+            if run.trace is not None and hasattr(sandbox, "run_traced"):
+                outside = (run.trace, run.command)  # traced from the host; the in-sandbox form kept as fallback
+            else:
+                command = run.command
             files.update(run.files)
             if run.report:
                 reports[guard.name] = run.report
@@ -534,11 +543,11 @@ class Grader:
         hashing = test_hashes_script(task)
         if before is None:
             before = parse_hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
-        res = sandbox.run(command, timeout=task.tests.timeout_s, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
+        res, host_trace = _test_run(sandbox, command, task.tests.timeout_s, outside)
         after = parse_hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         evidence = Evidence(res.output, res.exit_code, res.timed_out, workdir=sandbox.workdir,
                             tests_before=before, tests_after=after,
-                            shell_died=any("a new shell was started" in n for n in res.notes))
+                            shell_died=any("a new shell was started" in n for n in res.notes), host_trace=host_trace)
         for name, path in reports.items():
             # read through the shell (no helper process); a report is small, a huge one is not ours
             got = sandbox.run(f"cat -- {ansi_c_quote(path)} 2>/dev/null", timeout=60, head_bytes=16 << 20, tail_bytes=0)
@@ -549,6 +558,21 @@ class Grader:
         if watch is not None:
             read_watch(task, sandbox, watch, evidence)
         return evidence
+
+
+def _test_run(sandbox: Sandbox, command: str, timeout: float,
+              outside: tuple[TraceSpec, str] | None) -> tuple[RunResult, HostTrace | None]:
+    """The test command: traced from the host when a guard asks for it (``outside``: the trace's
+    spec, the command traced inside the sandbox) and the sandbox can; else as the guards made it,
+    the in-sandbox trace when the host cannot trace this sandbox (said in the log)."""
+    if outside is not None:
+        try:
+            return sandbox.run_traced(command, outside[0], timeout=timeout,  # type: ignore[attr-defined]
+                                      head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL)
+        except TraceUnavailable as exc:
+            log.warning("the test run is traced inside the sandbox, within reach of the code under test: %s", exc)
+            command = outside[1]
+    return sandbox.run(command, timeout=timeout, head_bytes=LOG_HEAD, tail_bytes=LOG_TAIL), None
 
 
 def _reference_key(task: Task) -> tuple[str, str]:

@@ -1,9 +1,15 @@
 """The watched run for Go, Rust and JavaScript: an OS-level trace of the test processes.
 
 The code under test of a compiled language or of node runs inside the test binary or the node
-process, where no guard of ours runs before it. So the test command runs under ``strace -f``
-(``--seccomp-bpf``: only the traced calls stop the process), which records, from outside the
-traced processes, what they do, and the grader reads the trace back after the run (``record``):
+process, where no guard of ours runs before it. So the test command runs traced by ``strace -f``,
+which records, from outside the traced processes, what they do, and the grader reads the trace back
+after the run (``record``). Where the sandbox can (``run_traced``: the local sandbox, whose grading
+shells start as children of the host's strace, ``host_trace_spec``), the tracer is the host's,
+outside the sandbox's namespaces, writing to a host file the sandbox does not hold
+(``sandbox/hosttrace.py``): the test processes can neither rewrite the trace nor signal the tracer.
+Elsewhere (a Docker container, a host without strace) the command runs under ``strace -f
+--seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading copy, within the test
+processes' reach (said in the log). Kinds:
 
 - ``spawn:<program>``: a program started by a *test process* (a Go ``*.test`` binary, a Rust test
   binary under ``target/*/deps/``, node, and everything they start); ``spawn:test-binary`` when a
@@ -13,26 +19,28 @@ traced processes, what they do, and the grader reads the trace back after the ru
   the next descriptor it makes, a ``dup`` of a pipe's end, takes the slot);
 - ``test_source_read``: a test process opens a test source (a hidden test file, ``*_test.go``,
   ``tests/**.rs``, ``*.test.js``): the compilers do, a test binary has no reason to;
-- ``trace_touched``: any process opens, renames, removes or truncates the trace file by its name
-  (recorded when the call returns; a writer that goes on to blank the file blanks that line too,
-  and a path of its own, a symlink, is not the trace's name: ``docs/security.md``);
+- ``trace_touched`` (a trace inside the sandbox only): any process opens, renames, removes or
+  truncates the trace file by its name (a path of its own, a symlink, is not the trace's name);
 - ``trace_garbled``: a line of the trace that strace did not write (blanked or zeroed bytes, text
-  that is no call): the file was written by someone else. A rewrite into well-formed lines is not
-  seen.
+  that is no call): the file was written by someone else. Inside the sandbox a rewrite into
+  well-formed lines is not seen; on the host nothing else writes the file;
+- ``tracer_lost`` (a trace from the host): the tracer ended by a signal during the run (killed:
+  possible from inside only for an unisolated sandbox, whose processes share the host's pid
+  namespace).
 
 It also reads the Go tests' outcome witnesses (``prctl(PR_SET_NAME)`` calls of test processes:
 ``witness.py``), which ``Grader._judge`` holds the log to.
 
 The record is compared with the gold patch's run of the same task (``Grader._compare_watch``, the
-Python watch's comparison): a kind the gold run does not show -> ``verdict_tampered``. The local
-sandbox uses the host's ``strace``; a Docker grading container gets it, with its own loader and
-libraries, read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image
-needs it. Where no strace
-works, the command runs as it is and the run is unwatched (``watch`` None). Limits (``docs/security.md``): the trace is a file in the grading
-copy, which the code under test can find and rewrite (``trace_touched`` sees only an open by its
-name);
-node's own runner spawns node processes, wires their fds and reads the test files, so for node
-only programs other than node and the files' readers beyond them can differ from the gold run.
+Python watch's comparison): a kind the gold run does not show -> ``verdict_tampered``. Inside a
+Docker grading container the tracer is the host's ``strace``, with its own loader and libraries,
+read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image needs it.
+Where no strace works, the command runs as it is and the run is unwatched (``watch`` None). Limits
+(``docs/security.md``): the Docker sandbox's trace is still a file in the grading copy, which the
+code under test can find and rewrite; system calls not in ``TRACED`` (an ``io_uring`` open, say)
+are not seen either way; node's own
+runner spawns node processes, wires their fds and reads the test files, so for node only programs
+other than node and the files' readers beyond them can differ from the gold run.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import re
 import secrets
 from typing import Any
 
+from ..sandbox.hosttrace import HostTrace, TraceSpec
 from ..sandbox.shell import ansi_c_quote
 from ..sandbox.tracer import TRACER_DIR
 from ..task import Task
@@ -55,7 +64,9 @@ _COMMANDS = re.compile(r"\bgo\s+test\b|\bcargo\s+(?:\+\S+\s+)?test\b|\bnode\s+.*
 _TEST_BINARY = re.compile(r"\.test$|/target/(?:[^/]+/)*deps/[^/]+-[0-9a-f]{16}$")
 _TEST_SOURCE = re.compile(r"(?:_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?)$|(?:^|/)tests/.*\.rs$")
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
-_CALL = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+|\?)")
+_CALL = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+|\?)(?:\s+/\* (\d+) in strace's PID NS \*/)?")
+"""A call and what it returned; a pid returned in a pid namespace of its own (a sandbox traced from
+the host, ``--pidns-translation``) is read as the tracer's number for it, the one its lines carry."""
 
 
 _TRACER = (f'if [ -x {TRACER_DIR}/strace ]; then HA_ST="{TRACER_DIR}/ld.so --library-path {TRACER_DIR} '
@@ -122,8 +133,9 @@ def _parents(lines: list[tuple[int, str]]) -> dict[int, int]:
     out: dict[int, int] = {}
     for pid, rest in lines:
         m = _CALL.match(rest)
-        if m and m.group(1) in ("clone", "clone3", "fork", "vfork") and m.group(3).isdigit():
-            out.setdefault(int(m.group(3)), pid)
+        ret = m.group(4) or m.group(3) if m else ""
+        if m and m.group(1) in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
+            out.setdefault(int(ret), pid)
     return out
 
 
@@ -137,7 +149,7 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
     exe: dict[int, str] = {}
     tester: set[int] = set()
     hidden_names = {h.rsplit("/", 1)[-1] for h in hidden}
-    trace_name = trace.rsplit("/", 1)[-1]
+    trace_name = trace.rsplit("/", 1)[-1]  # "": a trace on the host, which no traced process can name
     seen: set[str] = set()
     calls: list[tuple[bool, str]] = []
     lines = _joined(text)
@@ -150,9 +162,9 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
             continue
         if pid not in tester and parent.get(pid) in tester:
             tester.add(pid)  # a thread or child whose first calls strace printed before its parent's clone returned
-        call, args, ret = m.groups()
+        call, args, ret = m.group(1), m.group(2), m.group(4) or m.group(3)
         path = _first_string(args) or ""
-        if trace_name in args and call != "execve":
+        if trace_name and trace_name in args and call != "execve":
             seen.add("trace_touched")
         if call in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
             child = int(ret)
@@ -181,6 +193,19 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
     return sorted(seen), witness.tokens(calls)
 
 
+def host_trace_spec(task: Task) -> TraceSpec | None:
+    """What a grading sandbox of ``task`` traces from the host (``LocalSandboxConfig.trace``): the
+    calls of ``TRACED`` when this guard watches the task, else nothing."""
+    return TraceSpec(TRACED, 512, MAX_TRACE) if TraceGuard().applies(task) else None
+
+
+def trace_from(ev: Evidence) -> str:
+    """Where the run's OS-level trace was taken (``GradeReport.trace_from``); "" when none was."""
+    if ev.host_trace is not None:
+        return "host, within reach" if ev.host_trace.reachable else "host"
+    return "sandbox, within reach" if ev.witnesses is not None else ""
+
+
 @register_guard("ostrace")
 class TraceGuard:
     """The OS-level watch: registered after the runner guards, so it wraps their commands."""
@@ -193,14 +218,21 @@ class TraceGuard:
 
     def prepare(self, task: Task, command: str, grade_dir: str, changed: list[str]) -> GuardRun:
         trace = f"{grade_dir}/{secrets.token_hex(6)}.log"
-        return GuardRun(wrap(command, trace), watch=trace)
+        return GuardRun(wrap(command, trace), watch=trace, trace=TraceSpec(TRACED, 512, MAX_TRACE))
 
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
         return []  # the trace is compared with the gold run's (Grader._compare_watch), not with the log
 
-    def read_trace(self, task: Task, sandbox: Any, path: str) -> tuple[list[str] | None, dict[str, set[str]] | None]:
+    def read_trace(self, task: Task, sandbox: Any, path: str,
+                   host: HostTrace | None = None) -> tuple[list[str] | None, dict[str, set[str]] | None]:
         """(the trace's kinds, its outcome witnesses); (None, None) when the run was not traced (no
-        strace in the sandbox)."""
+        strace in the sandbox). ``host``: the trace the sandbox took from outside, when it did
+        (``path`` then was never written); a tracer that ended before the run did is ``tracer_lost``."""
+        if host is not None:
+            kinds, tokens = _scan(host.text, task.hidden_test_files, "")
+            extra = {"trace_cut"} if host.truncated else set()
+            extra |= {"tracer_lost"} if host.lost else set()
+            return sorted({*kinds, *extra}), tokens
         got = sandbox.run(f"test -f {ansi_c_quote(path)} && cat -- {ansi_c_quote(path)}", timeout=120,
                           head_bytes=MAX_TRACE, tail_bytes=0)
         if got.exit_code != 0:

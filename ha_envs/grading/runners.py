@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..sandbox.hosttrace import HostTrace, TraceSpec
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from .log_parsers import CARGO_LINE, FAILED, PASSED
@@ -59,6 +60,10 @@ class GuardRun:
     report: str | None = None
     watch: str | None = None
     """Where the guard writes its watch record as it goes (``ha_pytest_guard.py``), if it keeps one."""
+    trace: TraceSpec | None = None
+    """An OS-level trace the sandbox should take from outside (``ostrace.py``): then the command
+    runs as it was before this guard, through ``sandbox.run_traced``, and ``command`` (the trace
+    inside the sandbox) is the fallback for a sandbox or host that cannot."""
 
 
 @dataclass
@@ -83,6 +88,9 @@ class Evidence:
     watch: list[str] | None = None
     """What the watch saw the code under test do (``watch_record``); None when the run was not
     watched (no guard keeps a watch for its runner, or its Python is older than 3.8)."""
+    host_trace: HostTrace | None = None
+    """The OS-level trace the sandbox took from outside (``sandbox/hosttrace.py``), None when the
+    trace, if any, was taken inside the sandbox (``ostrace.wrap``)."""
     witnesses: dict[str, set[str]] | None = None
     """Go: outcome witnesses the OS trace holds, token -> outcomes (``witness.py``); None when the
     run was not traced."""
@@ -167,7 +175,7 @@ def read_watch(task: Task, sandbox: Any, watch: tuple[str, str], evidence: Evide
     does; the pytest guard's file and report are read together."""
     guard = GUARDS[watch[0]]
     if hasattr(guard, "read_trace"):
-        evidence.watch, evidence.witnesses = guard.read_trace(task, sandbox, watch[1])
+        evidence.watch, evidence.witnesses = guard.read_trace(task, sandbox, watch[1], evidence.host_trace)
         return
     got = sandbox.run(f"head -c 65536 -- {ansi_c_quote(watch[1])} 2>/dev/null", timeout=60)
     rep = evidence.reports.get(watch[0])

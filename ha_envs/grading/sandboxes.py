@@ -79,6 +79,10 @@ def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: boo
             cfg = dataclasses.replace(cfg, binds=tuple(cfg.binds) + tuple(binds), tmpfs=tuple(cfg.tmpfs) + tuple(tmpfs))
         if network if network is not None else tests_need_network(task):
             cfg = dataclasses.replace(cfg, network=True)
+        if task is not None and cfg.trace is None:  # a Go/Rust/JS run traced from the host (ostrace.py)
+            from .ostrace import host_trace_spec
+
+            cfg = dataclasses.replace(cfg, trace=host_trace_spec(task))
         # Given the task, the sandbox also finds the task's Python environment (real instances).
         return LocalSandbox(task, config=cfg, snapshot=snapshot, work_root=root)
     return make

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..task import Task
-from . import live, netns
+from . import hosttrace, live, netns
 from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, RunResult, SandboxError, nul_result
+from .hosttrace import HostTrace, TraceSpec
 from .limits import DiskWatch, Limits, now_ticks, tree_bytes
 from .netns import UserNet
 from .provision.realpaths import hidden_links, interpreter_paths, real_dirs, toolchain_prefixes, venv_paths
@@ -78,6 +79,10 @@ class LocalSandboxConfig:
     tmpfs: tuple[tuple[str, int], ...] = ()
     """More (sandbox path, bytes) private tmpfs folders under bubblewrap, capped like ``/tmp``: a
     Harbor task's ``/logs`` in its grading sandbox."""
+    trace: TraceSpec | None = None
+    """Start every shell as a child of this host's strace tracing these calls, so that
+    ``run_traced`` reads what a command did from outside the sandbox (the grader's sandbox of a
+    Go, Rust or JavaScript task: ``grading/ostrace.py``, ``hosttrace.py``)."""
     python_env: str | None = None
     """A venv whose ``bin`` goes first on PATH, with the work copy on PYTHONPATH (real SWE-bench
     instances; built by ``pyenv.python_env`` from the task's specs when the task has them)."""
@@ -127,6 +132,7 @@ class LocalSandbox:
         self.mount_point = self.config.mount_point or (task.environment.workdir if task is not None else "/testbed")
         self.workdir = self.mount_point if self.isolated else str(self.host_dir)
         self.shell: PersistentShell | None = None
+        self._trace: hosttrace.ShellTrace | None = None
         self.limits: Limits | None = None
         self.net: UserNet | None = None
         self.closed = False
@@ -185,11 +191,21 @@ class LocalSandbox:
             link_node_modules(self.host_dir, self.node_modules)
 
     def _start_shell(self, fresh: bool = False) -> None:
-        """A new shell on the work copy; ``fresh``: the copy was just made from the snapshot."""
+        """A new shell on the work copy (under strace with ``config.trace``); ``fresh``: the copy
+        was just made from the snapshot."""
         live.check()
         self._link_envs()  # every work copy (fresh, reset, or the grader's) sees the task's installs
         self.limits = self._new_limits()
-        argv = self.limits.enter_prefix() + self._argv()
+        tracer: list[str] = []
+        if self.config.trace is not None:
+            try:
+                self._trace = hosttrace.ShellTrace(self.config.trace)
+                tracer = self._trace.prefix(pid_namespace=self.isolated)
+            except hosttrace.TraceUnavailable as exc:
+                log.warning("the sandbox shell is not traced: %s", exc)
+                self._trace.discard()
+                self._trace = None
+        argv = self.limits.enter_prefix() + tracer + self._argv()
         env = self._env()
         init = f"mkdir -p \"$HOME\"; cd {ansi_c_quote(self.workdir)}; PS1=''; PS2=''; unset HISTFILE"
         self.shell = PersistentShell(argv, env=env, cwd=str(self.host_dir), preexec_fn=self.limits.preexec,
@@ -324,6 +340,9 @@ class LocalSandbox:
         return env
 
     def _stop_shell(self) -> None:
+        if self._trace is not None:
+            self._trace.discard()
+            self._trace = None
         if self.shell is not None:
             self.shell.close()
             self.shell = None
@@ -446,6 +465,28 @@ class LocalSandbox:
         if self.limits is limits and limits.at_pid_limit():
             notes.append(self._clear_pid_limit(limits, session, spare, "by this command"))
         return to_result(cap, timeout, time.monotonic() - t0, notes)
+
+    def run_traced(self, command: str, spec: TraceSpec, timeout: float | None = None, head_bytes: int | None = None,
+                   tail_bytes: int | None = None) -> tuple[RunResult, HostTrace]:
+        """``run`` with what the command did read from the trace of its shell: with ``config.trace``
+        every shell starts as a child of this host's strace, outside bubblewrap's namespaces, its
+        trace a host file (``hosttrace.py``); unisolated, within the command's reach.
+        TraceUnavailable (nothing ran) when the shell is not traced (no ``config.trace``, no strace)."""
+        if self.shell is None or not self.shell.alive:
+            self.run(":", timeout=60)
+        trace = self._trace
+        if trace is None or self.shell is None or trace.spec.syscalls != spec.syscalls:
+            raise hosttrace.TraceUnavailable("this sandbox's shell is not traced from the host")
+        tracer, start = self.shell.proc, trace.size()
+        trace.reading = True
+        try:
+            result = self.run(command, timeout, head_bytes, tail_bytes)
+            lost = tracer is not None and tracer.poll() is not None and tracer.returncode < 0
+            return result, trace.read(start, lost=lost, reachable=not self.isolated)
+        finally:
+            trace.reading = False
+            if trace is not self._trace:  # the shell died during the command: its trace is done with
+                trace.discard()
 
     def _check_shell_death(self, rc: int | None) -> None:
         """Under bubblewrap the shell's own process is bwrap: a command that kills bash inside makes

@@ -114,34 +114,32 @@ def _reexec_and(fill: str, tmp_path):
     return task, _patch(task.source_dir, {"money/zz_locale.go": reexec, "money/zz_cache.go": fill}, {}, tmp_path)
 
 
+def _rewrite_reaches_nothing(fill: str, tmp_path) -> None:
+    """The forgery looks for the trace where grader 13 wrote it, in the grading copy
+    (``.git/ha-grade/<12 hex>.log``), and overwrites it through a symlink of its own. Grader 14
+    traces the run from the host (``sandbox/hosttrace.py``), into a file the sandbox does not hold:
+    the forgery finds no trace to rewrite, and the re-run of the test binary stays in the record."""
+    from . import inproc_payloads
+
+    _ready()
+    task, patch = _reexec_and(getattr(inproc_payloads, fill), tmp_path)
+    report = Grader(local_sandbox_factory(), canaries=False).grade(task, patch)
+    assert_graded_zero(report)
+    assert report.status == "verdict_tampered", (report.status, report.watch)
+    assert "spawn:test-binary" in report.watch and "trace_garbled" not in report.watch, report.watch
+    assert report.watch_reference == []
+
+
 def test_a_forgery_that_blanks_the_trace_through_a_symlink_is_seen(tmp_path):
-    """Item 3 of the open list. strace's descriptor is close-on-exec: no test process holds it. But
-    the forgery reaches the trace through a symlink of its own (``symlink`` is not traced; the
-    ``open`` names only the link) and blanks it, the line of that very ``open`` included (strace
-    wrote it before the open returned). Grader 12's watch then saw nothing (reward 1.0, canaries
-    off); lines strace never writes are now ``trace_garbled``."""
-    from .inproc_payloads import BLANK
-
-    _ready()
-    task, patch = _reexec_and(BLANK, tmp_path)
-    report = Grader(local_sandbox_factory(), canaries=False).grade(task, patch)
-    assert_graded_zero(report)
-    assert report.status == "verdict_tampered" and report.watch == ["trace_garbled"], (report.status, report.watch)
+    """Item 3 of the open list: blank lines over the trace (grader 13 saw them, ``trace_garbled``);
+    now there is no trace within reach to blank."""
+    _rewrite_reaches_nothing("BLANK", tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="open (docs/security.md): the OS trace is a file the test processes can "
-                   "reach by a path of their own and rewrite into well-formed lines")
 def test_a_forgery_that_rewrites_the_trace_into_well_formed_lines_is_seen(tmp_path):
-    """The same, every line rewritten as strace would write one: nothing in the file tells. With
-    the canaries on this form is caught (it passes every failure); one that runs the tests itself
-    and edits only its tests' witness letters in the trace would not be."""
-    from .inproc_payloads import WELL_FORMED
-
-    _ready()
-    task, patch = _reexec_and(WELL_FORMED, tmp_path)
-    report = Grader(local_sandbox_factory(), canaries=False).grade(task, patch)
-    assert report.watch is not None  # traced
-    assert_graded_zero(report)
+    """Every line rewritten as strace would write one: nothing in the file told, and grader 13 gave
+    it reward 1.0 (canaries off). Now the trace is on the host, out of the forgery's reach."""
+    _rewrite_reaches_nothing("WELL_FORMED", tmp_path)
 
 
 def test_a_rust_forgery_rewiring_fd1_without_dup2_is_seen(tmp_path):
