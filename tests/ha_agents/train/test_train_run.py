@@ -60,7 +60,8 @@ def _metrics(out: Path) -> list[dict]:
 
 def test_reward_rises_over_updates(warm_model, tmp_path):
     """Direction only, on fixed seeds: the mean reward of 16 held-out samples (the same seeds before
-    and after) is higher after five GRPO updates than before the first."""
+    and after) is higher after three GRPO updates than before the first (here 0.5625 -> 0.875; with
+    the GRPO advantages negated, 0.5625 -> 0.125). The long runs: ``benchmarks/bench_learning.py``."""
     from ha_agents.runs.rollouts import collect
     from ha_agents.train import TrainConfig, train
     from ha_agents.train.local import LocalConfig, LocalTrainer
@@ -76,7 +77,7 @@ def test_reward_rises_over_updates(warm_model, tmp_path):
         return sum(r["reward"] for r in recs) / len(recs)
 
     before = held_out("before")
-    hist = train(tr, tasks, TrainConfig(updates=5, tasks_per_update=1, group_size=8, seed=11,
+    hist = train(tr, tasks, TrainConfig(updates=3, tasks_per_update=1, group_size=8, seed=11,
                                         episodes=EpisodeConfig.create(TRAIN_HARNESS),
                                         progress=False), tmp_path / "run")
     curve = [(h["reward_mean"], h["trainable_rate"]) for h in hist]
