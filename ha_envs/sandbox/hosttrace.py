@@ -7,8 +7,8 @@ command's end is read back (``ShellTrace.read``). The tracer and its file stay o
 
 - the file is in a fresh ``0700`` folder of the host's temporary directory, which no sandbox mounts
   (bubblewrap's ``/tmp`` is a private tmpfs), so the traced processes cannot find, read or rewrite it;
-- the tracer runs in the host's pid namespace, which the traced processes (in the sandbox's) cannot
-  see or signal; a tracee cannot detach itself, and nothing of the command runs before strace
+- the tracer runs in a pid namespace above the sandbox's (its own under bubblewrap, below), which
+  the traced processes cannot see or signal; a tracee cannot detach itself, and nothing of the command runs before strace
   traces it (it starts the shell itself);
 - bubblewrap dies with its parent (``--die-with-parent``), now strace: no tracer, no sandbox. A
   tracer that ended by a signal during the command is reported (``HostTrace.lost``).
