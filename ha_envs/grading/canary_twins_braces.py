@@ -78,6 +78,18 @@ _TESTIFY = {"Equal": "NotEqual", "NotEqual": "Equal", "True": "False", "False": 
 _GO_TESTIFY = re.compile(r"^(\t(?:assert|require)\.)(\w+)(\(.*\))$")
 
 
+def _go_check(body: list[str], i: int) -> bool:
+    """Whether line ``i`` of the body is ``if [INIT;] COND {`` at the first level, its block (ending
+    at the first level) reporting a failure, its header balanced."""
+    line = body[i]
+    if not (line.startswith("\tif ") and line.endswith(" {")):
+        return False
+    end = next((j for j in range(i + 1, len(body)) if body[j].startswith("\t}")), None)
+    if end is None or body[end] != "\t}" or not any(_GO_FAILS.match(x) for x in body[i + 1:end]):
+        return False
+    return _balanced(line[4:-2])
+
+
 def _go_turns(body: list[str]) -> list[tuple[int, int, list[str]]]:
     """(first line, last line, replacement lines) of each check the Go test's body can turn."""
     out = []
@@ -86,14 +98,9 @@ def _go_turns(body: list[str]) -> list[tuple[int, int, list[str]]]:
         if m and m.group(2) in _TESTIFY and _balanced(m.group(3)):
             out.append((i, i, [m.group(1) + _TESTIFY[m.group(2)] + m.group(3)]))
             continue
-        if not (line.startswith("\tif ") and line.endswith(" {")):
-            continue
-        end = next((j for j in range(i + 1, len(body)) if body[j].startswith("\t}")), None)
-        if end is None or body[end] != "\t}" or not any(_GO_FAILS.match(x) for x in body[i + 1:end]):
+        if not _go_check(body, i):
             continue
         header = line[4:-2]
-        if not _balanced(header):
-            continue
         cut = _split_top(header, ";")
         init, cond = (header[:cut + 1] + " ", header[cut + 1:].strip()) if cut >= 0 else ("", header)
         out.append((i, i, [f"\tif {init}!({cond}) {{"]))
@@ -131,13 +138,22 @@ _JS_PAIRS = {"strictEqual": "notStrictEqual", "notStrictEqual": "strictEqual", "
              "deepEqual": "notDeepEqual", "notDeepEqual": "deepEqual"}
 
 
+def _js_indent(body: list[str]) -> str:
+    """The indentation of the test body's first level."""
+    first = next((b for b in body[1:] if b.strip()), "")
+    return first[:len(first) - len(first.lstrip())]
+
+
+def _js_top(line: str, ind: str) -> bool:
+    """Whether ``line`` is a statement ending in ``);`` at the body's first level (always reached)."""
+    return line.startswith(ind) and not line[len(ind):len(ind) + 1].isspace() and line.endswith(");")
+
+
 def _js_turns(assert_name: str | None) -> Callable[[list[str]], list[tuple[int, int, list[str]]]]:
     def turns(body: list[str]) -> list[tuple[int, int, list[str]]]:
-        first = next((b for b in body[1:] if b.strip()), "")
-        ind = first[:len(first) - len(first.lstrip())]
-        out = []
+        ind, out = _js_indent(body), []
         for i, line in enumerate(body):
-            if not line.startswith(ind) or line[len(ind):len(ind) + 1].isspace() or not line.endswith(");"):
+            if not _js_top(line, ind):
                 continue
             st = line[len(ind):]
             m = re.match(r"^expect(\(.*\))\.(to\w+)(\(.*\));$", st)
@@ -158,6 +174,157 @@ def _js_turns(assert_name: str | None) -> Callable[[list[str]], list[tuple[int, 
                 out.append((i, i, [f"{ind}{assert_name}.ok(!({head}){rest});"]))
         return out
     return turns
+
+
+# -- perturbed expectations (grader 17) ------------------------------------------------------------
+
+_LIT = {"js": re.compile(r"""(?P<s>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?P<n>(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))"""
+                         r"""|(?P<b>\b(?:true|false)\b)|(?P<k>\b[A-Za-z_$][\w$]*\s*:)|(?P<i>\b(?:null|undefined)\b)|(?P<p>[\s\[\]{}(),:-]+)"""),
+        "go": re.compile(r"""(?P<s>"(?:[^"\\\n]|\\.)*"|`[^`]*`|'(?:[^'\\\n]|\\.)+')|(?P<n>(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))"""
+                         r"""|(?P<b>\b(?:true|false)\b)|(?P<i>\bnil\b)|(?P<p>[\s-]+)"""),
+        "cargo": re.compile(r"""(?P<s>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.[^']*)')"""
+                            r"""|(?P<n>(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?:[iu](?:8|16|32|64|128|size)|f32|f64)?(?![\w.]))"""
+                            r"""|(?P<b>\b(?:true|false)\b)|(?P<i>\b(?:None|Some|Ok|Err)\b|\bvec!)|(?P<p>[\s\[\](),&-]+)""")}
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _literal_spots(lang: str, text: str) -> list[tuple[int, int, str]] | None:
+    """(start, end, kind) of each literal in ``text`` that can take another value (numbers, strings,
+    booleans; not an object's keys), or None unless ``text`` is nothing but a literal (with arrays,
+    objects, tuples, ``Some``/``vec!`` around literals): then no code under test computes it."""
+    spots, at = [], 0
+    for m in _LIT[lang].finditer(text):
+        if m.start() != at:
+            return None
+        at = m.end()
+        if m.lastgroup in ("s", "n", "b"):
+            spots.append((m.start(), m.end(), m.lastgroup))
+    return spots if at == len(text) and text.strip() else None
+
+
+def _perturbed(lang: str, tok: str, kind: str, rng: random.Random) -> str | None:
+    """``tok`` (a literal) with another value, or None when none is sure to differ."""
+    if kind == "b":
+        return "false" if tok == "true" else "true"
+    if kind == "n":
+        m = re.fullmatch(r"([\d.eE+-]+)(\w*)", tok)
+        num, suffix = m.groups() if m else (tok, "")
+        if re.fullmatch(r"\d+", num):
+            v = int(num)
+            return None if v > 2 ** 52 else f"{v - 1 if v > 0 else v + 1}{suffix}"
+        v = float(num)
+        if not abs(v) < 1e6:
+            return None
+        new = repr(v - 1 if v >= 1 else v + 1)
+        return new + suffix if float(new) != v else None
+    quote, body = tok[0], tok[1:-1]
+    plain, i = [], 0
+    while i < len(body):  # characters outside escape sequences
+        if body[i] == "\\" and quote != "`":
+            i += 2
+            continue
+        if body[i].isascii() and body[i].isalnum():
+            plain.append(i)
+        i += 1
+    if plain:
+        k = rng.choice(plain)
+        return quote + body[:k] + rng.choice([c for c in _ALNUM if c != body[k].lower()]) + body[k + 1:] + quote
+    return None if quote == "'" and lang != "js" else quote + body + "x" + quote  # a char/rune literal: one character
+
+
+def _split_args(args: str) -> list[str]:
+    out = []
+    while True:
+        cut = _split_top(args, ",")
+        if cut < 0:
+            return out + [args]
+        out.append(args[:cut])
+        args = args[cut + 1:]
+
+
+def _pieces(line: str, start: int, args: str, order: tuple[int, ...]) -> list[tuple[int, str]]:
+    """(offset in the line, text) of the arguments numbered ``order`` of the call whose arguments
+    ``args`` begin at ``start``: those that may hold the expected value, the likelier first."""
+    parts, at = [], start
+    for arg in _split_args(args):
+        parts.append((at, arg))
+        at += len(arg) + 1
+    return [parts[k] for k in order if k < len(parts)]
+
+
+def _perturb_line(lang: str, line: str, pieces: list[tuple[int, str]], rng: random.Random) -> str | None:
+    """``line`` with one literal of the first of ``pieces`` that is nothing but literals given
+    another value; None when there is none."""
+    for start, arg in pieces:
+        spots = _literal_spots(lang, arg) or []
+        rng.shuffle(spots)
+        for a, b, kind in spots:
+            new = _perturbed(lang, arg[a:b], kind, rng)
+            if new is not None:
+                return line[:start + a] + new + line[start + b:]
+    return None
+
+
+_GO_EQUAL = re.compile(r"^(\t(?:assert|require)\.(?:Equal|EqualValues)\()(.*)\)$")
+_GO_ONE_CMP = re.compile(r"==|&&|\|\||[<>]|!(?!=)")
+
+
+def _go_perturbs(body: list[str], rng: random.Random) -> list[tuple[int, int, list[str]]]:
+    """Go checks with one literal of their expected value given another: testify's ``Equal`` and
+    ``EqualValues``, and ``if X != LITERAL {`` blocks that report a failure."""
+    out = []
+    for i, line in enumerate(body):
+        m, new = _GO_EQUAL.match(line), None
+        if m and _balanced(m.group(2)):
+            new = _perturb_line("go", line, _pieces(line, m.end(1), m.group(2), (1, 2)), rng)
+        elif _go_check(body, i):
+            header = line[4:-2]
+            at = 4 + _split_top(header, ";") + 1
+            cond = line[at:-2]
+            if cond.count("!=") == 1 and not _GO_ONE_CMP.search(cond):
+                k = cond.index("!=")
+                new = _perturb_line("go", line, [(at + k + 2, cond[k + 2:]), (at, cond[:k])], rng)
+        if new:
+            out.append((i, i, [new]))
+    return out
+
+
+_RS_EQUAL = re.compile(r"^(    assert_eq!\()(.*)\);$")
+
+
+def _cargo_perturbs(body: list[str], rng: random.Random) -> list[tuple[int, int, list[str]]]:
+    out = []
+    for i, line in enumerate(body):
+        m = _RS_EQUAL.match(line)
+        if m and _balanced(m.group(2)) and "<" not in m.group(2):  # generics: a comma may be misread
+            new = _perturb_line("cargo", line, _pieces(line, m.end(1), m.group(2), (1, 0)), rng)
+            if new:
+                out.append((i, i, [new]))
+    return out
+
+
+_JS_EQUAL = ("strictEqual", "deepStrictEqual", "equal", "deepEqual")
+_JEST_EQUAL = ("toBe", "toEqual", "toStrictEqual", "toHaveLength")
+
+
+def _js_perturbs(assert_name: str | None) -> Callable[[list[str], random.Random], list[tuple[int, int, list[str]]]]:
+    def perturbs(body: list[str], rng: random.Random) -> list[tuple[int, int, list[str]]]:
+        ind, out = _js_indent(body), []
+        for i, line in enumerate(body):
+            if not _js_top(line, ind):
+                continue
+            st, pieces = line[len(ind):], []
+            m = re.match(r"^expect\((.*)\)\.(\w+)\((.*)\);$", st)
+            if m and m.group(2) in _JEST_EQUAL and _balanced(m.group(1)) and _balanced(m.group(3)):
+                pieces = [(len(ind) + m.start(3), m.group(3))]
+            m = assert_name and re.match(rf"^{re.escape(assert_name)}\.(\w+)\((.*)\);$", st)
+            if m and m.group(1) in _JS_EQUAL and _balanced(m.group(2)):
+                pieces = _pieces(line, len(ind) + m.start(2), m.group(2), (1, 0))
+            new = _perturb_line("js", line, pieces, rng)
+            if new:
+                out.append((i, i, [new]))
+        return out
+    return perturbs
 
 
 def _js_tests(lines: list[str], test_name: str, nested: bool = False) -> list[tuple[str, int, int, str, str]]:
@@ -230,27 +397,30 @@ def _listed(tests: tuple[str, ...], name: str) -> bool:
     return any(t == name or t.startswith(name + "/") for t in tests)
 
 
+Twin = tuple[str, bool, str, int | None, str, bool]
+"""(original's name, must fail, source with ``NAME`` where its name goes, the line it goes after
+(None: appended at the end of the file), the describe titles before its own in its full title (""
+at the top level), whether its check was turned round (no literal to perturb))."""
+
+
 def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tuple[str, ...], rng: random.Random,
-          assert_name: str | None = None, test_name: str = "test",
-          must_fail: bool = True) -> list[tuple[str, bool, str, int | None, str]]:
+          assert_name: str | None = None, test_name: str = "test", must_fail: bool = True) -> list[Twin]:
     """At most one must-fail twin (when ``must_fail``) and one must-pass twin of the file's
     PASS_TO_PASS tests, and (when ``must_fail``, grader 14) a must-fail twin of each of its first
-    ``F2P_TWINS`` FAIL_TO_PASS tests that has a check to turn: (original's name, must fail, source
-    with ``NAME`` where its name goes, the line it goes after (None: appended at the end of the
-    file), the describe titles before its own in its full title ("" at the top level)). Twins of
-    tests inside mocha ``describe`` blocks go right after their original, in the same block (its
-    hooks and variables). The FAIL_TO_PASS twins leave no graded test without a near-copy: code under
-    test that spares every test with a near-copy (the twins and their originals) and forges the rest
-    forges none (``JS_SPARE_UNCOPIED``, reward 1.0 under grader 13)."""
+    ``F2P_TWINS`` FAIL_TO_PASS tests that has a check to perturb or turn (``Twin``). Each goes right
+    before or right after its original (drawn; grader 17), for mocha in the same ``describe`` block
+    (its hooks and variables). The FAIL_TO_PASS twins leave no graded test without a near-copy: code
+    under test that spares every test with a near-copy (the twins and their originals) and forges the
+    rest forges none (``JS_SPARE_UNCOPIED``, reward 1.0 under grader 13)."""
     lines = text.splitlines()
     lang = "js" if kind in ("node", "jest", "mocha") else kind
     if lang == "js":
         found = _js_tests(lines, test_name, nested=kind == "mocha")
-        turn = _js_turns(assert_name)
+        checks = (_js_perturbs(assert_name), _js_turns(assert_name))
     else:
         pat = _GO_TEST if kind == "go" else _RS_TEST
         found = [(n, i, e, "", "") for n, i, e in _brace_tests(lines, pat, kind == "cargo")]
-        turn = _go_turns if kind == "go" else _cargo_turns
+        checks = (_go_perturbs, _go_turns) if kind == "go" else (_cargo_perturbs, _cargo_turns)
     pool, graded = [], []
     for name, first, end, rest, path in found:
         body = lines[first:end + 1]
@@ -258,28 +428,48 @@ def twins(kind: str, text: str, pass_to_pass: tuple[str, ...], fail_to_pass: tup
         if _EARLY[lang].search(joined) or _OWN_NAME[lang].search(joined) or \
                 kind == "cargo" and any(a.startswith(("#[ignore", "#[should_panic")) for a in body):
             continue
-        if _listed(fail_to_pass, name):
-            graded.append((name, body, rest, end if path else None, path))
-        elif _listed(pass_to_pass, name):
-            pool.append((name, body, rest, end if path else None, path))
+        where = rng.choice((end, _above(lines, first) - 1))
+        (graded if _listed(fail_to_pass, name) else pool if _listed(pass_to_pass, name) else []).append(
+            (name, body, rest, where, path))
     rng.shuffle(pool)
-    out: list[tuple[str, bool, str, int | None, str]] = []
-    for name, body, rest, after, path in graded if must_fail else ():
-        turns = turn(body)
-        if turns and len(out) < F2P_TWINS:
-            a, b, new = rng.choice(turns)
-            out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest), after, path))
+    out: list[Twin] = []
+    for name, body, rest, where, path in graded if must_fail else ():
+        twin = _must_fail(body, checks, rng)
+        if twin and len(out) < F2P_TWINS:
+            out.append((name, True, _renamed(kind, name, twin[0], rest), where, path, twin[1]))
     fixed = len(out)
-    for name, body, rest, after, path in pool:
-        turns = turn(body)
-        if must_fail and turns and not any(o[1] for o in out[fixed:]):
-            a, b, new = rng.choice(turns)
-            out.append((name, True, _renamed(kind, name, body[:a] + new + body[b + 1:], rest), after, path))
+    for name, body, rest, where, path in pool:
+        twin = _must_fail(body, checks, rng) if must_fail and not any(o[1] for o in out[fixed:]) else None
+        if twin:
+            out.append((name, True, _renamed(kind, name, twin[0], rest), where, path, twin[1]))
         elif not any(not o[1] for o in out):
-            out.append((name, False, _renamed(kind, name, body, rest), after, path))
+            out.append((name, False, _renamed(kind, name, body, rest), where, path, False))
         if len(out) == fixed + 1 + must_fail:
             break
     return out
+
+
+def _above(lines: list[str], first: int) -> int:
+    """The first line of the comments right above line ``first`` (``first`` when there are none)."""
+    while first > 0 and lines[first - 1].lstrip().startswith("//"):
+        first -= 1
+    return first
+
+
+def _must_fail(body: list[str], checks: tuple[Callable, Callable],
+               rng: random.Random) -> tuple[list[str], bool] | None:
+    """A must-fail twin's body and whether its check was turned round: one literal of an equality
+    check's expected value given another where one can be (the twin then differs from its original in
+    that literal only), else one check turned round; None when the body has neither."""
+    perturbs = checks[0](body, rng)
+    if perturbs:
+        a, b, new = rng.choice(perturbs)
+        return body[:a] + new + body[b + 1:], False
+    turns = checks[1](body)
+    if not turns:
+        return None
+    a, b, new = rng.choice(turns)
+    return body[:a] + new + body[b + 1:], True
 
 
 def _renamed(kind: str, name: str, body: list[str], rest: str) -> str:
