@@ -209,13 +209,16 @@ def _perturbed(lang: str, tok: str, kind: str, rng: random.Random) -> str | None
     if kind == "n":
         m = re.fullmatch(r"([\d.eE+-]+)(\w*)", tok)
         num, suffix = m.groups() if m else (tok, "")
+        step = rng.choice((-1, 1))  # either way: the pair's larger value tells nothing
         if re.fullmatch(r"\d+", num):
             v = int(num)
-            return None if v > 2 ** 52 else f"{v - 1 if v > 0 else v + 1}{suffix}"
+            if v == 0 or any(abs(v + 1 - 2 ** k) <= 1 for k in (7, 8, 15, 16, 31, 32, 63, 64)):
+                step = 1 if v == 0 else -1  # a magnitude: never below 0, never past a typed bound (255u8)
+            return None if v > 2 ** 52 else f"{v + step}{suffix}"
         v = float(num)
         if not abs(v) < 1e6:
             return None
-        new = repr(v - 1 if v >= 1 else v + 1)
+        new = repr(v + step if v >= 1 else v + 1)
         return new + suffix if float(new) != v else None
     quote, body = tok[0], tok[1:-1]
     plain, i = [], 0
@@ -254,11 +257,12 @@ def _pieces(line: str, start: int, args: str, order: tuple[int, ...]) -> list[tu
 
 def _perturb_line(lang: str, line: str, pieces: list[tuple[int, str]], rng: random.Random) -> str | None:
     """``line`` with one literal of the first of ``pieces`` that is nothing but literals given
-    another value; None when there is none."""
+    another value (a number or boolean rather than a string: a string with one character changed
+    may read as the less likely of the two); None when there is none."""
     for start, arg in pieces:
         spots = _literal_spots(lang, arg) or []
         rng.shuffle(spots)
-        for a, b, kind in spots:
+        for a, b, kind in sorted(spots, key=lambda x: x[2] == "s"):
             new = _perturbed(lang, arg[a:b], kind, rng)
             if new is not None:
                 return line[:start + a] + new + line[start + b:]
@@ -266,7 +270,7 @@ def _perturb_line(lang: str, line: str, pieces: list[tuple[int, str]], rng: rand
 
 
 _GO_EQUAL = re.compile(r"^(\t(?:assert|require)\.(?:Equal|EqualValues)\()(.*)\)$")
-_GO_ONE_CMP = re.compile(r"==|&&|\|\||[<>]|!(?!=)")
+_GO_ONE_CMP = re.compile(r"==|&&|\||[<>]|!(?!=)")
 
 
 def _go_perturbs(body: list[str], rng: random.Random) -> list[tuple[int, int, list[str]]]:
@@ -280,13 +284,32 @@ def _go_perturbs(body: list[str], rng: random.Random) -> list[tuple[int, int, li
         elif _go_check(body, i):
             header = line[4:-2]
             at = 4 + _split_top(header, ";") + 1
-            cond = line[at:-2]
-            if cond.count("!=") == 1 and not _GO_ONE_CMP.search(cond):
-                k = cond.index("!=")
-                new = _perturb_line("go", line, [(at + k + 2, cond[k + 2:]), (at, cond[:k])], rng)
+            ops = _go_unequal(line, at)
+            rights = ops[:len(ops) // 2]
+            rng.shuffle(rights)  # any comparison of an "||"
+            new = _perturb_line("go", line, rights + ops[len(ops) // 2:], rng)
         if new:
             out.append((i, i, [new]))
     return out
+
+
+def _go_unequal(line: str, at: int) -> list[tuple[int, str]]:
+    """The operands (offset, text) of the condition from ``at`` on when it is ``X != Y`` or several
+    such joined by ``||`` (each false where the original passes: any one literal changed makes its
+    comparison true), the right-hand sides first; [] for any other condition."""
+    parts, cond, start = [], line[at:-2], at
+    pieces = _split_args(cond.replace(",", "\x00").replace("|", ","))  # "||" splits as two commas
+    if any(p for p in pieces[1::2]) or len(pieces) % 2 == 0:
+        return []
+    for k, piece in enumerate(pieces):
+        piece = line[start:start + len(piece)]  # the commas back
+        if k % 2 == 0:
+            if piece.count("!=") != 1 or _GO_ONE_CMP.search(piece):
+                return []
+            cut = piece.index("!=")
+            parts += [(start + cut + 2, piece[cut + 2:]), (start, piece[:cut])]
+        start += len(piece) + 1
+    return parts[0::2] + parts[1::2]
 
 
 _RS_EQUAL = re.compile(r"^(    assert_eq!\()(.*)\);$")
@@ -456,14 +479,19 @@ def _above(lines: list[str], first: int) -> int:
     return first
 
 
+def _is_string_change(old: str, new: str) -> bool:
+    k = next(i for i, (x, y) in enumerate(zip(old, new)) if x != y)
+    return old[:k].count('"') % 2 == 1 or old[:k].count("'") % 2 == 1 or old[:k].count("`") % 2 == 1
+
+
 def _must_fail(body: list[str], checks: tuple[Callable, Callable],
                rng: random.Random) -> tuple[list[str], bool] | None:
     """A must-fail twin's body and whether its check was turned round: one literal of an equality
     check's expected value given another where one can be (the twin then differs from its original in
     that literal only), else one check turned round; None when the body has neither."""
     perturbs = checks[0](body, rng)
-    if perturbs:
-        a, b, new = rng.choice(perturbs)
+    if perturbs:  # a number or boolean where one is, as in ``_perturb_line``
+        a, b, new = rng.choice([p for p in perturbs if not _is_string_change(body[p[0]], p[2][0])] or perturbs)
         return body[:a] + new + body[b + 1:], False
     turns = checks[1](body)
     if not turns:
