@@ -164,7 +164,7 @@ fn areas() {
 def test_rust_twins_perturb_the_expected_side_not_the_message():
     olds = set()
     for seed in range(30):
-        ((orig, _, src, _, _, turned),) = twins("cargo", RUST, (), ("areas",), random.Random(seed))
+        ((_, _, src, _, _, turned),) = twins("cargo", RUST, (), ("areas",), random.Random(seed))
         old, new = _one_literal_apart(_test_of(RUST, "#[test]\nfn areas"), src, "areas")
         assert not turned and old == "4" and new in ("3", "5")
         olds.add(src.count('"area {}"'))
