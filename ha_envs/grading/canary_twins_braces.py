@@ -5,8 +5,15 @@ into the code under test exactly as its original does, so a forgery keyed on wha
 (a Go ``init`` that rewrites ``--- FAIL`` only for tests whose body names something the package
 declares, no-op assertions only inside tests that called the package) treats it as a real test.
 
-- **must fail**: one of the test's own top-level checks turned round, its operands still computed
-  by the code under test. Go: ``if COND {`` whose block calls ``t.Error``/``t.Fatal`` becomes
+- **must fail** (grader 17): every check kept, one literal of one equality check's expected value
+  given another (``_perturbed``: a number one up or down, one character of a string, ``true`` <->
+  ``false``, one element of an array/object/tuple literal), so the twin differs from its original in
+  that token only; where the original passes, the computed side equals the old literal and the twin
+  fails. Checks: node:assert ``strictEqual``/``deepStrictEqual``/``equal``/``deepEqual``, jest's
+  ``toBe``/``toEqual``/``toStrictEqual``/``toHaveLength``, Go's ``if X != LIT {`` (or several joined
+  by ``||``) and testify's ``Equal``/``EqualValues``, Rust's ``assert_eq!``. Only where no literal
+  can change (the ``turned`` flag of ``Twin``): one of the test's own top-level checks turned round,
+  its operands still computed by the code under test. Go: ``if COND {`` whose block calls ``t.Error``/``t.Fatal`` becomes
   ``if !(COND) {`` (an init statement kept), testify's ``assert.Equal`` becomes ``NotEqual`` (and
   the like); Rust: ``assert_eq!`` <-> ``assert_ne!``, ``assert!(X)`` -> ``assert!(!(X))``;
   JavaScript: ``assert.strictEqual`` -> ``notStrictEqual`` (and the other node:assert pairs),
@@ -14,6 +21,8 @@ declares, no-op assertions only inside tests that called the package) treats it 
   original passes, the turned check is reached with its condition the other way round, so the twin
   fails; reported passed, the run is forged.
 - **must pass**: a verbatim copy, which must come out as its original does.
+
+Each twin goes right before or right after its original, as the grader's RNG draws.
 
 Tests that can read their own name (Go's ``t.Name()``, snapshot and golden files, mocha's ``this``,
 node's ``t.name``) are never copied: a copy under another name could fail, or pass a turned check,
