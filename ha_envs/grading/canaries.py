@@ -49,6 +49,7 @@ from ..task import Task
 from . import witness
 from .canary_twins import NAME as TWIN_NAME
 from .canary_twins import twins
+from .canary_twins_braces import Twin
 from .canary_twins_braces import twins as brace_twins
 from .canary_writers import WRITERS, Canary, _js_binding, _name, _testcase_base, _words, go_imports_testing
 from .log_parsers import ERROR, FAILED, PASSED
@@ -187,6 +188,7 @@ def summary(plan: CanaryPlan | None, statuses: dict[str, str]) -> dict[str, int]
     _, results = split(plan, statuses)
     return {"files": len(plan.host_tests), "planted": len(results),
             "must_fail": sum(c.must_fail for c in results), "twins": sum(bool(c.twin) for c in results),
+            "twins_turned": sum(c.turned for c in results),
             "reported": sum(s != "MISSING" for s in results.values()),
             "as_planted": sum((s in (FAILED, ERROR)) if c.must_fail else s == PASSED for c, s in results.items())}
 
@@ -404,14 +406,14 @@ def _widen_cargo(command: str, names: list[str]) -> str | None:
 
 
 def _twins(task: Task, kind: str, path: str, text: str, rng: random.Random,
-           allow_fail: bool) -> list[tuple[str, bool, str, int | None, str]]:
+           allow_fail: bool) -> list[Twin]:
     """(original's name, must fail, source with ``TWIN_NAME``, the line it goes after or None to
-    append it, the describe titles its full title starts with) of the file's twins: pytest's
+    append it, the describe titles its full title starts with, turned round) of the file's twins: pytest's
     (``canary_twins.py``: must-fail only) or Go's, Rust's and JavaScript's
     (``canary_twins_braces.py``)."""
     p2p, f2p = task.tests.pass_to_pass, task.tests.fail_to_pass
     if kind == "pytest":
-        return [(o, True, s, None, "") for o, s in twins(path, text, p2p, f2p, 1, rng)] if allow_fail else []
+        return [(o, True, s, None, "", True) for o, s in twins(path, text, p2p, f2p, 1, rng)] if allow_fail else []
     if kind not in ("go", "cargo", "node", "jest", "mocha"):
         return []
     test_name = "test"
@@ -421,31 +423,42 @@ def _twins(task: Task, kind: str, path: str, text: str, rng: random.Random,
     return brace_twins(kind, text, p2p, f2p, rng, _js_binding(text, "assert"), test_name, allow_fail)
 
 
-def _plant_twins(out: CanaryPlan, canaries: list[Canary], found: list[tuple[str, bool, str, int | None, str]],
+def _plant_twins(out: CanaryPlan, canaries: list[Canary], found: list[Twin],
                  host: tuple[str, str, str], names: tuple[list[str], set[str], random.Random], text_out: str) -> str:
-    """The twins in ``found`` as canaries of the file ``host`` (kind, path, text): appended to
-    ``text_out`` (returned), or, for one that goes after a line (a mocha test inside ``describe``),
-    written into the file's text there (``out.rewrites``; then its canary's name is its full title)."""
+    """The twins in ``found`` as canaries of the file ``host`` (kind, path, text): written into the
+    file's text right before or after their original (``out.rewrites``; a twin inside a mocha
+    ``describe`` block is then named by its full title), or appended to ``text_out`` (returned) when
+    it has no place (pytest's) or the file cannot be rewritten (a top-level twin only)."""
     kind, path, text = host
     existing, taken, rng = names
     inserts: list[tuple[int, str]] = []
-    for orig, must_fail, source, after, prefix in found:
-        if after is not None and any(ch in text for ch in "\ufffd\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+    odd = any(ch in text for ch in "\ufffd\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+    for orig, must_fail, source, after, prefix, turned in found:
+        if after is not None and odd and prefix:
             continue  # not clean UTF-8, or lines split two ways: such a file is appended to, never rewritten
         name = _name(kind, existing, taken, rng)
         taken.add(name)
         full = f"{prefix} {name}" if prefix else name
-        canaries.append(Canary(full, must_fail, path, title=kind in ("node", "jest", "mocha"), twin=orig))
-        if after is None:
+        canaries.append(Canary(full, must_fail, path, title=kind in ("node", "jest", "mocha"), twin=orig,
+                               turned=turned))
+        if after is None or odd:
             text_out += "\n\n" + source.replace(TWIN_NAME, name) + "\n"
         else:
             inserts.append((after, source.replace(TWIN_NAME, name)))
     if inserts:
         lines = text.split("\n")
         for after, source in sorted(inserts, reverse=True):
-            lines[after + 1:after + 1] = ["", *source.split("\n")]
+            lines[after + 1:after + 1] = _spaced(lines, after, source.split("\n"))
         out.rewrites[path] = "\n".join(lines)
     return text_out
+
+
+def _spaced(lines: list[str], after: int, block: list[str]) -> list[str]:
+    """``block`` with a blank line before it unless line ``after`` is blank or opens a block (or there
+    is none), and one after it unless the next line is blank or closes a block."""
+    before = after >= 0 and lines[after].strip() and not lines[after].rstrip().endswith("{")
+    nxt = lines[after + 1].strip() if after + 1 < len(lines) else ""
+    return [""] * bool(before) + block + [""] * bool(nxt and not nxt.startswith(("}", ")")))
 
 
 def _host_candidates(task: Task) -> list[str]:

@@ -26,6 +26,9 @@ class Canary:
     twin: str = ""
     """A twin's original (``canary_twins.py``): the PASS_TO_PASS test of the same file it copies;
     it must come out as the original does (must pass) or fail where the original passes."""
+    turned: bool = False
+    """A must-fail twin whose check was turned round (no literal of its expected value to perturb,
+    ``canary_twins_braces.py``; pytest's twins always): its text tells it from its original."""
 
 _GENERIC = ("value", "values", "entry", "entries", "total", "result", "list", "order", "range", "empty",
             "single", "merge", "keeps", "returns", "handles", "after", "before", "nested", "default",

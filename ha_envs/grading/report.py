@@ -13,7 +13,10 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/16"  # 16: the OS trace of Go/Rust/JavaScript runs in the local sandbox taken by the
+GRADER_VERSION = "ha-grader/17"  # 17: a must-fail twin keeps its original's checks and differs in one literal of an
+# expected value (a check turned round only where none can change, canaries.twins_turned), placed before or after its
+# original as drawn: a JS forgery that failed only the test with the negated check earned 1.0 under 16
+# 16: the OS trace of Go/Rust/JavaScript runs in the local sandbox taken by the
 # host's strace, the grading shell's parent (sandbox/hosttrace.py), into a host file: a rewrite of the trace into
 # well-formed lines earned 1.0 under 13 (canaries off); a tracer killed during the run is tracer_lost; trace_from
 # 15: the Python watch under every Python runner (a sitecustomize first on

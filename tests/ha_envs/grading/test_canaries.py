@@ -45,7 +45,10 @@ def test_every_hidden_file_gets_canaries_that_must_fail_and_pass(iid):
     for c in plan.canaries:
         assert c.name not in sources[c.host]  # a fresh name ...
         assert not any(canaries._reported(c.name, c.title, t) for t in graded)  # ... that no graded test answers to
-        assert c.name in plan.appends.get(c.host, "") or any(c.name in t for t in plan.appends.values())
+        if c.twin and not c.host.endswith(".py"):  # written beside its original (grader 17), the file rewritten
+            assert c.name in plan.rewrites[c.host] and c.name not in plan.appends.get(c.host, "")
+        else:
+            assert c.name in plan.appends.get(c.host, "") or any(c.name in t for t in plan.appends.values())
     for path, text in plan.appends.items():
         if path.endswith(".py"):
             compile(sources.get(path, "") + text, path, "exec")

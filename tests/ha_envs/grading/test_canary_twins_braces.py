@@ -98,24 +98,24 @@ def _all(kind, text, p2p, f2p=(), **kw):
     return seen
 
 
-def test_go_twins_turn_a_top_level_check_and_copy_only_what_cannot_end_early():
+def test_go_twins_perturb_a_top_level_check_and_copy_only_what_cannot_end_early():
     seen = _all("go", GO, ("TestArea", "TestEarly", "TestNamed", "TestNew"), ("TestNew",))
     assert set(seen) == {("TestArea", True), ("TestNew", True)}, set(seen)
     # not the early return, nor the one reading its name; the F2P test only a must-fail twin (grader 14), every time
     assert all(any(o == "TestNew" for o, *_ in twins("go", GO, ("TestArea",), ("TestNew",), random.Random(s)))
                for s in range(10))
     assert not twins("go", GO, ("TestArea",), ("TestNew",), random.Random(0), must_fail=False)[1:]
-    turned = seen[("TestArea", True)]
-    assert any("\tif !(got != 4) {" in s for s in turned) and any("\tif n := Area(3); !(n != 9) {" in s for s in turned)
-    assert all(s.startswith(f"func {NAME}(t *testing.T) {{") and s.count("!(") == 1 for s in turned)
+    perturbed = seen[("TestArea", True)]  # the expected literal given another value, the check kept (grader 17)
+    assert any("\tif got != 3 {" in s for s in perturbed) and any("\tif n := Area(3); n != 8 {" in s for s in perturbed)
+    assert all(s.startswith(f"func {NAME}(t *testing.T) {{") and "!(" not in s for s in perturbed)
 
 
-def test_rust_twins_swap_assert_eq_and_negate_assert():
+def test_rust_twins_perturb_assert_eq_and_negate_assert_where_no_literal_can_change():
     seen = _all("cargo", RUST, ("area_of_two", "panics", "area_of_one"))
     assert {o for o, _ in seen} == {"area_of_two", "area_of_one"}  # not the should_panic test
     both = seen.get(("area_of_two", True), set()) | seen.get(("area_of_one", True), set())
-    assert '    assert_ne!(a, 4, "area {}", a);' in "\n".join(both)
-    assert '    assert!(!(a > 3), "big");' in "\n".join(both) and "    assert!(!(area(1) == 1));" in "\n".join(both)
+    assert '    assert_eq!(a, 3, "area {}", a);' in "\n".join(both) and "assert_ne" not in "\n".join(both)
+    assert "    assert!(!(area(1) == 1));" in "\n".join(both) and "assert!(!(a > 3)" not in "\n".join(both)
     assert all(s.startswith(f"#[test]\nfn {NAME}() {{") for v in seen.values() for s in v)
 
 
@@ -123,7 +123,7 @@ def test_javascript_twins_use_the_files_assert_and_keep_the_title_apart():
     seen = _all("node", JS, ("area of two", "skipped one", "snapshot"), assert_name="assert")
     assert {o for o, _ in seen} == {"area of two"}  # not the skip, nor the test reading its own name
     turned = "\n".join(seen[("area of two", True)])
-    assert "  assert.notStrictEqual(a, 4);" in turned and "  assert.ok(!(a > 3), 'big');" in turned
+    assert "  assert.strictEqual(a, 3);" in turned and "not" not in turned and "!(" not in turned
     verbatim = _all("node", JS, ("area of two",), assert_name="assert", must_fail=False)
     assert verbatim == {("area of two", False): {f"test('{NAME}', () => {{" + JS.split("() => {", 2)[1].split("});")[0] + "});"}}
 
@@ -165,14 +165,15 @@ def test_mocha_twins_of_tests_inside_describe_blocks_go_right_after_their_origin
     p2p = ("area squares", "area of nothing is zero", "area loops")
     found = {}
     for seed in range(40):
-        for orig, must_fail, src, after, prefix in twins("mocha", MOCHA, p2p, (), random.Random(seed), assert_name="assert",
-                                                          test_name="it"):
-            found[(orig, must_fail)] = (src, after, prefix)
+        for orig, must_fail, src, after, prefix, _ in twins("mocha", MOCHA, p2p, (), random.Random(seed),
+                                                             assert_name="assert", test_name="it"):
+            found.setdefault((orig, must_fail), []).append((src, after, prefix))
     assert {o for o, _ in found} == {"area squares", "area of nothing is zero"}
-    src, after, prefix = found[("area squares", True)]
-    assert prefix == "area" and MOCHA.splitlines()[after] == "  });" and after == 13
-    assert src.startswith(f"  it('{NAME}', function () {{") and "    assert.notStrictEqual(a, 4);" in src
-    assert found[("area of nothing is zero", False)][2] == "area of nothing"
+    # right before or right after its original, drawn (grader 17): after the blank line above it, or its end
+    assert {after for _, after, _ in found[("area squares", True)]} == {9, 13}
+    src, after, prefix = found[("area squares", True)][0]
+    assert prefix == "area" and src.startswith(f"  it('{NAME}', function () {{") and ("    assert.strictEqual(a, 3);" in src or "    assert.strictEqual(a, 5);" in src)
+    assert found[("area of nothing is zero", False)][0][2] == "area of nothing"
     # planned for a grading: the file is rewritten with each twin inside its block, the canary named
     # by its full title; drawn canaries are still appended at the end
     task = _mocha_task(p2p)
@@ -185,8 +186,14 @@ def test_mocha_twins_of_tests_inside_describe_blocks_go_right_after_their_origin
             assert twin.name.startswith(prefix + " ") and f"it('{drawn}'," in text
             assert text.index(f"it('{drawn}'") < text.index("[1, 2].forEach")  # in its describe, not at the end
             assert canaries._reported(twin.name, True, twin.name) and not canaries._reported(twin.name, True, drawn)
-        # the file's own text is kept around the twins: up to the first original's end, and from the loop on
-        assert text.split("\n")[:14] == MOCHA.split("\n")[:14] and text.endswith(MOCHA[MOCHA.index("  [1, 2]"):])
+        # the file's own text is kept around the twins, each beside its original, a blank line between them
+        own = iter(text.split("\n"))
+        assert all(line in own for line in MOCHA.split("\n")) and text.endswith(MOCHA[MOCHA.index("  [1, 2]"):])
+        for twin in (c for c in plan.canaries if c.twin):
+            prefix = {"area squares": "area", "area of nothing is zero": "area of nothing"}[twin.twin]
+            at = text.index(f"it('{twin.name[len(prefix) + 1:]}'")
+            orig = text.index(f"it('{twin.twin[len(prefix) + 1:]}'")
+            assert "\n\n" in text[min(at, orig):max(at, orig)] and text[min(at, orig):max(at, orig)].count("it(") == 1
         assert all(f"it('{c.name}'" in plan.appends["test/area.js"] for c in plan.canaries if not c.twin)
 
 
