@@ -320,7 +320,9 @@ class PythonWatchGuard:
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
         return []  # the watch is compared with the gold run's (Grader._compare_watch), not with the log
 
-    def read_trace(self, task: Task, sandbox: Any, path: str) -> tuple[list[str] | None, None]:
+    def read_trace(self, task: Task, sandbox: Any, path: str, host: Any = None) -> tuple[list[str] | None, None]:
+        """The watch file's kinds (``host``, a trace the sandbox took from outside, is the OS
+        watch's: the Python watch writes its own file)."""
         q = ansi_c_quote(path)  # the header, then each distinct line once: many processes append to it
         got = sandbox.run(f"test -f {q} && {{ head -n 1 -- {q}; tail -n +2 -- {q} | sort -u | head -c 65536; }}",
                           timeout=120)
