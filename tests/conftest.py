@@ -85,6 +85,13 @@ def require_tool(name: str) -> None:
         pytest.skip(f"{name} not installed")
 
 
+def skip_unless_ci(why: str) -> None:
+    """Skip where this machine lacks what a test needs; in CI, whose machine has it, fail instead."""
+    if IN_CI:
+        pytest.fail(f"{why}, but CI is set: the CI machine must have it")
+    pytest.skip(why)
+
+
 def _git_diff(base: Path, edit) -> str:
     subprocess.run(["git", "init", "-q"], cwd=base, check=True)
     subprocess.run(["git", "add", "-A"], cwd=base, check=True)

@@ -105,7 +105,8 @@ if _SETTINGS:
 
 
 def _source_file(obj):
-    """The file defining ``obj`` (a function, method, class or module), or None."""
+    """The file defining ``obj`` (a function, method, class or module), or None. (``ha_py_watch``
+    has its own: this guard runs without it where the watch is off or not shipped.)"""
     for cand in (obj, getattr(obj, "__func__", None), getattr(obj, "__call__", None)):
         code = getattr(cand, "__code__", None)
         if code is not None:

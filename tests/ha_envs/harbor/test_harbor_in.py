@@ -15,7 +15,7 @@ from ha_envs.grading.harbor import parse_reward
 from ha_envs.grading.report import EnvironmentFault
 from ha_envs.harbor import HarborTaskError, load_harbor, read_task_config
 from ha_envs.harbor.load import parse_dockerfile
-from tests.conftest import require_bwrap
+from tests.conftest import require_bwrap, skip_unless_ci
 from tests.ha_envs.harbor.builders import CHECK, TEST_SH, TOML, harbor_task
 
 
@@ -275,26 +275,10 @@ def test_a_reward_planted_read_only_before_the_verdict_earns_nothing(tmp_path):
     assert forged.reward == 0.0 and not forged.resolved and not forged.fault, (forged.status, forged.error)
 
 
-RACE = '''import os, time
-if os.path.isdir("/logs/verifier") and os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        fd = os.open(os.devnull, os.O_RDWR)
-        for n in (0, 1, 2):
-            os.dup2(fd, n)
-        for _ in range(200000):
-            try:
-                with open("/logs/verifier/reward.txt") as fh:
-                    said = fh.read().strip()
-                if said and said != "1":
-                    with open("/logs/verifier/reward.txt", "w") as fh:
-                        fh.write("1\\n")
-                    break
-            except OSError:
-                pass
-            time.sleep(0.0002)
-    os._exit(0)
-'''
+RACE = (LINGER.replace("range(6000)", "range(200000)").replace("time.sleep(0.002)", "time.sleep(0.0002)")
+        .replace('fh.write("1\\n")\n', 'fh.write("1\\n")\n                    break\n'))
+"""LINGER's rewriter, polling 10 times as often, that exits as soon as it has rewritten the reward
+(before test.sh does)."""
 
 
 def test_a_process_that_rewrites_the_reward_and_exits_before_test_sh_earns_nothing(tmp_path):
@@ -409,7 +393,7 @@ def test_a_reward_planted_read_only_on_a_non_root_host_is_a_failed_write_in_the_
     from ha_envs.grading.harbor_trace import REWARD_WRITE_FAILED, TRACED, findings
 
     if os.getuid() != 0 or not shutil.which("setpriv") or not shutil.which("strace") or not shutil.which("bwrap"):
-        pytest.skip("needs root (to become nobody with setpriv), strace and bubblewrap")
+        skip_unless_ci("needs root (to become nobody with setpriv), strace and bubblewrap")
     inner = (f"strace -f -q -s 256 -e signal=none -e trace={TRACED} -o /tmp/trace bash -s; "
              "echo TRACE; cat /tmp/trace")
     res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bwrap", "--unshare-user",
@@ -417,7 +401,7 @@ def test_a_reward_planted_read_only_on_a_non_root_host_is_a_failed_write_in_the_
                           "bash", "-c", inner], input=READ_ONLY, capture_output=True, text=True, timeout=60,
                          check=False)
     if "TRACE" not in res.stdout:
-        pytest.skip(f"no unprivileged bubblewrap or strace as nobody here: {res.stderr[-300:]}")
+        skip_unless_ci(f"no unprivileged bubblewrap or strace as nobody here: {res.stderr[-300:]}")
     out, _, trace = res.stdout.partition("TRACE\n")
     assert "reward: 1" in out and "Permission denied" in res.stderr, (out, res.stderr)  # the attack works there
     assert REWARD_WRITE_FAILED in findings(trace), trace[-2000:]
