@@ -25,7 +25,7 @@ from .grading.grader import Grader
 from .grading.report import GradeReport, GradingError, ungradable
 from .grading.harbor import graded_reward
 from .grading.hidden import hidden_names_in
-from .harbor.steps import STEP_PROMPT, StepRun, is_multi_step
+from .harbor.steps import STEP_PROMPT, StepRun, is_multi_step, stage
 from .loaders import load_suite
 from .messages import AssistantMessageSpace, MessageListSpace, message
 from .sandbox import Sandbox, SandboxError, make_sandbox
@@ -262,6 +262,10 @@ class RepairEnv(gym.Env):
         self.task = task
         self._done = False
         self._steps = StepRun(task) if is_multi_step(task) else None
+        if self._steps is not None:  # step 1's workdir/ and setup.sh: nothing of the agent's ran yet
+            failed = stage(self.sandbox, task, self._steps.current)
+            if failed:
+                raise SandboxError(f"cannot prepare {task.instance_id}: {failed}")
         self._step_t0 = time.monotonic()
         workdir = self.sandbox.workdir
         obs = [
@@ -348,6 +352,11 @@ class RepairEnv(gym.Env):
             self._done = True
             return self._conclude(reason, terminated, obs, patch, report)
         nxt = steps.advance()
+        failed = stage(self.sandbox, self.task, nxt)
+        if failed:  # Harbor ends the trial there; the step counts 0 (the agent's work may have broken it)
+            steps.setup_failed(failed)
+            self._done = True
+            return self._conclude(reason, terminated, obs, patch, report)
         self._step_turn0, self._step_t0 = self.turn, time.monotonic()
         prompt = STEP_PROMPT.format(name=nxt["name"], instruction=nxt["instruction"].strip(), number=steps.index + 1,
                                     total=len(steps.steps), workdir=self.sandbox.workdir)

@@ -131,16 +131,15 @@ class OraclePolicy(ScriptedPolicy):
 
 def _steps_plan(patches: list[str]) -> list[ToolCall]:
     """A multi-step Harbor task's oracle (``ha_envs/harbor/oracle.py``): at each step the work copy
-    goes from the step before's diff to this step's (both made from the base), and submits."""
+    is put back to the base and this step's diff (made from the base, the files staged for the steps
+    so far included) applied, and it submits."""
     calls: list[ToolCall] = []
-    for k, patch in enumerate(patches):
+    for patch in patches:
         tag = f"HA_PATCH_{secrets.token_hex(6)}"
         body = patch if patch.endswith("\n") or not patch else patch + "\n"
-        undo = "git apply -R --whitespace=nowarn /tmp/gold-before.patch && " if k and patches[k - 1].strip() else ""
         apply = "git apply --whitespace=nowarn /tmp/gold.patch && " if patch.strip() else ""
         calls += [ToolCall("bash", {"command": f"cat > /tmp/gold.patch <<'{tag}'\n{body}{tag}"}),
-                  ToolCall("bash", {"command": f"{undo}{apply}mv /tmp/gold.patch /tmp/gold-before.patch && "
-                                               "git status --short"}),
+                  ToolCall("bash", {"command": f"git reset -q --hard && git clean -qfd && {apply}git status --short"}),
                   ToolCall("submit", {})]
     return calls
 

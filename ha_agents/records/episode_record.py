@@ -104,7 +104,7 @@ class EpisodeRecord(Mapping):
     steps: list[dict[str, Any]] = field(default_factory=list)
     """A multi-step Harbor task's graded steps, in order (``ha_envs/harbor/steps.py``): each one's
     ``name``, ``reward`` (1 or 0), ``verifier_reward`` (what its verifier wrote; None when no valid
-    reward), ``status``, ``ending`` (submitted, max_turns, ...) and ``min_reward``; ``[]`` otherwise."""
+    reward), ``status``, ``ending`` (submitted, max_turns, ..., ``setup_failed``: the step's ``setup.sh`` failed) and ``min_reward``; ``[]`` otherwise."""
     schema: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
     """Fields this version does not know (a newer writer's), kept for the round trip."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..sandbox.provision.workcopy import cache_root
 from ..task import EnvironmentSpec, Task, TestSpec
 from .models import HarborTaskError, TaskConfig, read_task_config
+from .steps import staged_files
 
 BENCHMARK = "harbor"
 TEST_COMMAND = "bash /tests/test.sh"
@@ -99,9 +100,7 @@ def _steps(task_dir: Path, config: TaskConfig) -> list[dict]:
         if not folder.is_dir() or not folder.resolve().is_relative_to(task_dir):
             raise HarborTaskError(f"{task_dir}: [[steps]] name = {step.name!r} has no folder steps/{step.name}/ "
                                   "(holding its instruction.md and tests/test.sh)")
-        if (folder / "workdir").exists():
-            raise HarborTaskError(f"{folder}: workdir/ (files and setup.sh staged before the step) is not run "
-                                  "here (docs/interop.md)")
+        staged = staged_files(task_dir, step.name)  # refuses links out of the task and odd files
         if not (folder / "tests" / "test.sh").is_file() and not (task_dir / "tests" / "test.sh").is_file():
             raise HarborTaskError(f"{task_dir}: step {step.name!r} has no test script: neither "
                                   f"steps/{step.name}/tests/test.sh nor tests/test.sh")
@@ -109,7 +108,8 @@ def _steps(task_dir: Path, config: TaskConfig) -> list[dict]:
                       "agent_timeout_s": step.agent.timeout_sec or config.agent.timeout_sec,
                       "verifier_timeout_s": step.verifier.timeout_sec or config.verifier_timeout_s,
                       "min_reward": step.min_reward,
-                      "solution": (folder / "solution" / "solve.sh").is_file()})
+                      "solution": (folder / "solution" / "solve.sh").is_file(),
+                      "workdir": bool(staged)})  # staged before the step (steps.stage); content_sha256 covers them
     return found
 
 

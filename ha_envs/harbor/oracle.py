@@ -15,6 +15,7 @@ from ..grading.report import GradingError
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from .models import HarborTaskError
+from .steps import stage
 
 _lock = threading.Lock()
 _patches: dict[str, list[str]] = {}
@@ -50,6 +51,9 @@ def oracle_patches(task: Task, factory) -> list[str]:
                 if res.exit_code != 0:
                     raise GradingError(f"{task.instance_id}: the oracle's work before step {step['name']!r} does "
                                        f"not apply again: {res.output.strip()[-800:]}")
+            failed = stage(sandbox, task, step) if step["name"] else ""  # its workdir/ and setup.sh, as Harbor
+            if failed:
+                raise GradingError(f"{task.instance_id}: the oracle cannot run: {failed}")
             timeout = step.get("agent_timeout_s") or 600.0
             res = sandbox.run(f"cd {work} && bash /solution/solve.sh 2>&1", timeout=timeout)
             if res.timed_out or res.exit_code != 0:

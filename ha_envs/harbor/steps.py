@@ -10,6 +10,14 @@ episode: later steps are not run and count for nothing (not even 0 in the mean).
 valid reward counts 0 here (Harbor leaves it out of the mean: an agent could break step 2's verifier
 to keep step 1's 1.0). The episode's reward is the mean of the rewards of the steps that were graded
 (``multi_step_reward_strategy = "mean"``, the default) or the last graded step's (``"final"``).
+
+Before step *k* is shown (step 1: at reset), Harbor's preparation runs (``stage``): the files of
+``steps/<name>/workdir/`` are copied over the work directory, then its ``setup.sh`` (copied with
+them) is run there by bash. They become part of the work copy, so of the diff the step is graded
+on; what ``setup.sh`` changes outside the work directory is not carried to the grading sandbox (each
+grading replays the diff into a fresh one: docs/interop.md). A setup that fails before step 1 is an
+environment fault (masked: nothing the agent did ran yet); before a later step it ends the episode
+as Harbor does, that step counting 0 (``setup_failed``), since the agent's work may have broken it.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 
 
@@ -51,6 +60,59 @@ def tests_folders(harbor_meta: dict[str, Any]) -> list[Path]:
     if step:
         folders.append(root / "steps" / step / "tests")
     return [f for f in folders if f.is_dir()]
+
+
+def staged_files(task_dir: Path, name: str) -> dict[str, tuple[bytes, bool]]:
+    """The files of ``steps/<name>/workdir/``: relative path -> (bytes, executable). Links that
+    resolve outside the task and anything but files and folders are refused (``HarborTaskError``)."""
+    from .models import HarborTaskError
+
+    folder = task_dir / "steps" / name / "workdir"
+    if not folder.exists():
+        return {}
+    if not folder.is_dir():
+        raise HarborTaskError(f"{folder}: not a folder (workdir/ holds the files staged before the step)")
+    root, found = task_dir.resolve(), {}
+    for path in sorted(folder.rglob("*")):
+        real = path.resolve()
+        if not real.is_relative_to(root):
+            raise HarborTaskError(f"{path}: a link to {real}, outside the task: staged files must be the task's own")
+        if real.is_dir():
+            continue
+        if not real.is_file():
+            raise HarborTaskError(f"{path}: neither a file nor a folder (workdir/ stages files only)")
+        found[path.relative_to(folder).as_posix()] = (real.read_bytes(), bool(real.stat().st_mode & 0o111))
+    return found
+
+
+def stage(sandbox: Any, task: Task, step: dict[str, Any]) -> str:
+    """Harbor's preparation of ``step`` in the agent's ``sandbox``: its ``workdir/`` files written
+    over the work directory (modes kept), then ``setup.sh`` run there. "" when done (or nothing to
+    do), else why it failed (a setup that exits non-zero, runs past the step's agent timeout, or
+    files that cannot be written)."""
+    if not step.get("workdir"):
+        return ""
+    files = staged_files(Path(task.metadata["harbor"]["task_dir"]), step["name"])
+    work = sandbox.workdir
+    try:
+        if hasattr(sandbox, "write_files"):
+            sandbox.write_files(work, {rel: data for rel, (data, _) in files.items()})
+        else:
+            for rel, (data, _) in files.items():
+                sandbox.write_file(f"{work}/{rel}", data)
+    except OSError as exc:
+        return f"step {step['name']!r}: its workdir/ files could not be staged: {exc}"
+    runnable = [ansi_c_quote(f"{work}/{rel}") for rel, (_, x) in files.items() if x]
+    if runnable:
+        sandbox.run("chmod +x -- " + " ".join(runnable), timeout=60)
+    if "setup.sh" not in files:
+        return ""
+    timeout = step.get("agent_timeout_s") or 600.0
+    res = sandbox.run(f"cd {ansi_c_quote(work)} && bash ./setup.sh 2>&1", timeout=timeout)
+    if res.timed_out or res.exit_code != 0:
+        why = f"ran past {timeout:g} s" if res.timed_out else f"exited {res.exit_code}"
+        return f"step {step['name']!r}: setup.sh {why}: {res.output.strip()[-800:]}"
+    return ""
 
 
 def below_min_reward(min_reward: float | dict[str, float] | None, reward: float | None) -> bool:
@@ -99,6 +161,14 @@ class StepRun:
         elif below_min_reward(step["min_reward"], written):
             said = "no valid reward" if written is None else f"reward {written:g}"
             self.stopped = f"step {step['name']!r} got {said}, below its min_reward {step['min_reward']}"
+
+    def setup_failed(self, why: str) -> None:
+        """The current step's preparation (``stage``) failed: it is recorded, counting 0 with no
+        verifier reward, and the episode stops there (Harbor skips its agent and verifier)."""
+        step = self.current
+        self.results.append({"name": step["name"], "reward": 0.0, "verifier_reward": None, "status": "setup_failed",
+                             "ending": "setup_failed", "min_reward": step["min_reward"]})
+        self.stopped = why
 
     def more(self) -> bool:
         """Whether another step follows the one just graded (and no gate stopped the episode)."""

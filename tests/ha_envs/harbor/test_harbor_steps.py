@@ -184,3 +184,80 @@ def test_turn_cap_and_budget_hooks_hold_per_step(tmp_path):
             ("add", 1.0, "max_turns"), ("mul", 0.0, "max_turns")]
     finally:
         env.close()
+
+
+MUL_STAGED = ("import os; from calc import add, mul; from calc_extra import sq; "
+              "assert add(2, 3) == 5 and mul(2, 3) == 6 and sq(3) == 9; "
+              "assert open('from_setup.txt').read() == 'staged mul\\n' and os.access('tool.sh', os.X_OK)")
+
+
+def staged_steps(root: Path, name: str, mul_setup: str = "echo staged mul > from_setup.txt\n",
+                 add_setup: str | None = None) -> Path:
+    """``two_steps`` whose steps stage files before they start (Harbor's ``steps/<name>/workdir/``):
+    step 'add' a note (and optionally a setup.sh), step 'mul' a module, an executable script and a
+    setup.sh writing a file; step 'mul''s tests need all three."""
+    d = two_steps(root, name)
+    add = d / "steps" / "add" / "workdir"
+    add.mkdir()
+    (add / "NOTES.txt").write_text("staged for add\n")
+    if add_setup is not None:
+        (add / "setup.sh").write_text(add_setup)
+    mul = d / "steps" / "mul" / "workdir"
+    (mul / "lib").mkdir(parents=True)
+    (mul / "calc_extra.py").write_text("def sq(a):\n    return a * a\n")
+    (mul / "tool.sh").write_text("#!/bin/sh\necho tool\n")
+    (mul / "tool.sh").chmod(0o755)
+    (mul / "lib" / "data.txt").write_text("x\n")
+    (mul / "setup.sh").write_text(mul_setup)
+    (d / "steps" / "mul" / "tests" / "test.sh").write_text(TEST_SH.format(check=MUL_STAGED))
+    return d
+
+
+def test_step_workdir_is_staged_and_setup_run_before_each_step(tmp_path):
+    """Harbor's ``workdir/``: step k's files appear in the work copy (modes kept) and its setup.sh
+    has run before the agent sees step k; they are graded as part of the work copy; the oracle
+    (validate, the oracle policy) runs with them too; a failing setup before step 2 ends the episode
+    with that step at 0, one before step 1 is an environment fault (masked)."""
+    require_bwrap()
+    data = tmp_path / "ds"
+    staged_steps(data, "staged")
+    staged_steps(data, "brokensetup", mul_setup="echo no >&2; exit 3\n")
+    staged_steps(data, "brokenfirst", add_setup="exit 4\n")
+    looks = "ls; cat NOTES.txt; ls calc_extra.py from_setup.txt 2>&1 || true"
+    replay = _replay(tmp_path / "replay.jsonl", {
+        "staged": [looks, FIX_ADD, "submit", looks + "; cat from_setup.txt", FIX_MUL, "submit"],
+        "brokensetup": [FIX_ADD, "submit", FIX_MUL, "submit"], "brokenfirst": [FIX_ADD, "submit"]})
+    recs = _eval(tmp_path, data, f"replay:{replay}", "replay")
+    staged = recs["staged"]
+    outs = [m["content"] for m in staged["messages"] if m["role"] in ("tool", "user")]
+    step1 = next(o for o in outs if "staged for add" in o)
+    assert "No such file" in step1 and "calc_extra.py" in step1  # step 2's files are not there yet
+    assert any("staged mul" in o for o in outs)  # step 2's setup ran before the agent looked
+    assert [(s["name"], s["reward"]) for s in staged["steps"]] == [("add", 1.0), ("mul", 1.0)]
+    assert staged["reward"] == 1.0 and staged["resolved"]
+    assert "calc_extra.py" in staged["patch"] and "from_setup.txt" in staged["patch"]
+    broken = recs["brokensetup"]
+    assert [(s["name"], s["status"], s["reward"]) for s in broken["steps"]] == [("add", "resolved", 1.0),
+                                                                                ("mul", "setup_failed", 0.0)]
+    assert broken["reward"] == 0.5 and not broken["mask_sample"]
+    assert "setup.sh exited 3" in broken["grade"]["verdict_rules"]
+    assert "mul must return" not in json.dumps(broken["messages"])  # the step never started
+    first = recs["brokenfirst"]
+    assert first["mask_sample"] and first["termination"] == "sandbox_error"
+    # the oracle: each step's solve.sh after that step's staging, as Harbor's oracle agent runs it
+    assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(data / "staged"), "--json",
+                 "--workers", "1"]) == 0
+    rec = _eval(tmp_path, data / "staged", "oracle", "oracle")["staged"]
+    assert rec["reward"] == 1.0 and [s["reward"] for s in rec["steps"]] == [1.0, 1.0]
+
+
+def test_staged_files_stay_in_the_task(tmp_path, capsys):
+    """A link out of the task, or a changed staged file: refused with its path, and a new identity."""
+    d = staged_steps(tmp_path, "t")
+    before = load_harbor(d)[0].fingerprint()
+    (d / "steps" / "mul" / "workdir" / "calc_extra.py").write_text("def sq(a):\n    return a ** 2\n")
+    assert load_harbor(d)[0].fingerprint() != before
+    (d / "steps" / "mul" / "workdir" / "passwd").symlink_to("/etc/passwd")
+    assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "workdir/passwd: a link to /etc/passwd, outside the task" in err, err
