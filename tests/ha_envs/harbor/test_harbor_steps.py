@@ -261,3 +261,16 @@ def test_staged_files_stay_in_the_task(tmp_path, capsys):
     assert main(["tasks", "validate", "--benchmark", "harbor", "--data", str(d)]) == 2
     err = capsys.readouterr().err
     assert "workdir/passwd: a link to /etc/passwd, outside the task" in err, err
+
+
+def test_step_workdir_staged_in_docker(tmp_path):
+    """The same staging in a Docker sandbox (files written by archive, modes kept, setup.sh run): the
+    oracle's per-step diffs replayed there earn both steps."""
+    from tests.conftest import require_docker
+
+    require_docker()
+    d = staged_steps(tmp_path / "ds", "staged")
+    (d / "environment" / "Dockerfile").write_text("FROM harnessadapt/base:bookworm\nWORKDIR /app\nCOPY app/ /app/\n")
+    rec = _eval(tmp_path, tmp_path / "ds", "oracle", "docker", "--sandbox", "docker")["staged"]
+    assert [(s["name"], s["verifier_reward"]) for s in rec["steps"]] == [("add", 1.0), ("mul", 1.0)]
+    assert rec["reward"] == 1.0 and not rec["mask_sample"]
