@@ -117,8 +117,8 @@ class Collector:
             os.write(self._wake_w, b"x")
             self._thread.join(timeout=10)
             self._sel.unregister(self._wake_r)
-            for _ in range(10000):  # until nothing more is waiting for 0.2 s
-                events = self._sel.select(timeout=0.2)
+            for _ in range(100000):  # until nothing is ready: an exited process's lines and EOF are queued already
+                events = self._sel.select(timeout=0)
                 if not events:
                     break
                 for key, _ in events:

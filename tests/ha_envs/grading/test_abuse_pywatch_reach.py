@@ -340,3 +340,23 @@ def test_the_socket_can_be_reached_but_not_removed_in_the_sandbox(runtests_task)
         assert [bytes(s.data) for s in streams] == [b"hello\n"]
     finally:
         sb.close()
+
+
+@pytest.mark.parametrize("version", ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"])
+def test_every_interpreter_the_benchmarks_use_speaks_to_the_collector(tmp_path, version):
+    """3.8 and later send their kinds and their end mark; 3.6 and 3.7 say they are unwatched.
+    Skipped where that interpreter is not installed."""
+    import glob
+
+    found = sorted(glob.glob(f"/root/.pyenv/versions/{version}.*/bin/python{version}"))
+    if not found:
+        pytest.skip(f"no Python {version} here")
+    (tmp_path / "w").mkdir()
+    collector = Collector(tmp_path / "w")
+    out = subprocess.run([found[-1], "-c", "exec('import sys; sys.settrace(None)')"],
+                         env=_watch_env(tmp_path, collector), capture_output=True, text=True, cwd=tmp_path)
+    streams = collector.close()
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    old = version in ("3.6", "3.7")
+    want = [f"ha-watch 1\n+unwatched python {version}\n".encode()] if old else [b"ha-watch 1\n+watched\ntrace_set\n+end\n"]
+    assert [bytes(s.data) for s in streams] == want
