@@ -296,6 +296,22 @@ def test_a_forged_end_on_another_connection_leaves_a_cut_one_cut(tmp_path):
     assert watched and kinds == {"trace_set", "watch_severed"}
 
 
+def test_a_child_kept_from_the_socket_is_unreached(tmp_path):
+    """A parent that takes ``HA_WATCH_SOCKET`` out of its child's environment sends the child to the
+    watch file: the host counts that as ``watch_unreached``, with the child's kinds."""
+    from ha_envs.grading.runners import watch_lines
+
+    (tmp_path / "w").mkdir()
+    collector = Collector(tmp_path / "w")
+    code = ("import os, subprocess, sys\nenv = dict(os.environ); env.pop('HA_WATCH_SOCKET')\n"
+            "subprocess.run([sys.executable, '-c', \"exec('import sys; sys.settrace(None)')\"], env=env, check=True)")
+    out = subprocess.run([sys.executable, "-c", code], env=_watch_env(tmp_path, collector), capture_output=True,
+                         text=True, cwd=tmp_path)
+    streams = collector.close()
+    assert out.returncode == 0, out.stderr
+    assert watch_lines((tmp_path / "f.watch").read_text(), streams) == ["trace_set", "watch_unreached"]
+
+
 def test_made_up_kinds_cannot_push_a_real_one_off_the_record():
     kinds = {f"a{i:03d}" for i in range(100)} | {"trace_set"}
     out = capped(kinds)
