@@ -340,9 +340,11 @@ class PythonWatchGuard:
     starts the audit hook of ``guards/ha_py_watch.py`` in every Python interpreter the command
     starts, subprocesses included, before the command's own code; it chains to the
     ``sitecustomize`` it shadows. Both modules get new names each run except ``sitecustomize``
-    itself, whose directory leaves ``sys.path`` again once it ran. Each process appends to one watch
-    file the grader wrote with its header: ``+watched`` (3.8+) or ``+unwatched python 3.x`` (no audit
-    hooks before 3.8), then the kinds it saw (``watch_lines``). Unwatched, and said so: interpreters
+    itself, whose directory leaves ``sys.path`` again once it ran. Each process says ``+watched``
+    (3.8+) or ``+unwatched python 3.x`` (no audit hooks before 3.8), then the kinds it saw: to the
+    grader's collector on the host where the sandbox has one (``watchsock.py``, ``HA_WATCH_SOCKET``),
+    else (and for a process that cannot reach it) appended to one watch file the grader wrote with
+    its header (``watch_lines``). Unwatched, and said so: interpreters
     started with ``-S``, ``-I`` or ``-E``, and commands that set ``PYTHONPATH`` themselves or through
     a tool that drops it (tox without ``passenv``). Where pytest runs the pytest guard keeps its own
     watch (the same module), so nothing is recorded twice."""

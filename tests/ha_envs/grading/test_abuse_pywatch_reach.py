@@ -376,3 +376,42 @@ def test_every_interpreter_the_benchmarks_use_speaks_to_the_collector(tmp_path, 
     old = version in ("3.6", "3.7")
     want = [f"ha-watch 1\n+unwatched python {version}\n".encode()] if old else [b"ha-watch 1\n+watched\ntrace_set\n+end\n"]
     assert [bytes(s.data) for s in streams] == want
+
+
+def test_the_pytest_guards_record_with_a_collector():
+    """The pytest guard's record (``runners.watch_record``) with the collector's streams: its report's
+    kinds and the collector's together; a report that says watched while the collector heard no
+    watched process is ``watch_missing``; a watched process with no report is ``report_missing``."""
+    from ha_envs.grading.runners import watch_record
+    from ha_envs.grading.watchsock import Stream
+
+    def stream(data: bytes, closed: bool = True) -> Stream:
+        return Stream(bytearray(data), closed)
+
+    report = {"watched": True, "watch": ["frame_walk"]}
+    ok = [stream(b"ha-watch 1\n+watched\ntrace_set\n+end\n")]
+    assert watch_record(None, report, ok) == ["frame_walk", "trace_set"]
+    assert watch_record(None, report, []) == ["frame_walk", "watch_missing"]
+    assert watch_record(None, None, ok) == ["report_missing", "trace_set"]
+    assert watch_record(None, {"watched": False}, []) is None  # Python before 3.8
+    cut = [stream(b"ha-watch 1\n+watched\ntrace_set\n"), stream(b"ha-watch 1\n+watched\n+end\n")]
+    assert watch_record(None, report, cut) == ["frame_walk", "trace_set", "watch_severed"]
+    assert watch_record("ha-watch 1\n+unreached\ncode_made\n", report, ok) == \
+        ["code_made", "frame_walk", "trace_set", "watch_unreached"]
+    assert watch_record(None, report, ok + [stream(b"hello\n")]) == ["frame_walk", "trace_set", "watch_garbled"]
+    assert watch_record(None, report, [stream(b"ha-watch 1\n+watched\n+end\n", closed=False)]) == \
+        ["frame_walk", "watch_severed"]  # still open when the command was over
+
+
+def test_under_pytest_the_record_comes_from_the_host_too(tiny_task, tmp_path):
+    """The pytest guard's watch sends to the same collector: the gold patch resolves with an empty
+    record from the host; the descriptor-closing tracer is seen there as under any runner."""
+    from tests.conftest import require_bwrap
+
+    require_bwrap()
+    gold = Grader(local_sandbox_factory()).grade(tiny_task, tiny_task.gold_patch)
+    assert gold.resolved and gold.watch == [] and gold.watch_from == "host", (gold.status, gold.watch)
+    patch = patch_of(tiny_task.source_dir, ">>calc.py", CLOSES_THEN_TRACES, tmp_path / "p")
+    report = Grader(local_sandbox_factory(), canaries=False).grade(tiny_task, patch)
+    assert_graded_zero(report)
+    assert {"trace_set", "watch_severed"} <= set(report.watch) and report.watch_from == "host", report.watch
