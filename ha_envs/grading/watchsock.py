@@ -33,7 +33,7 @@ from pathlib import Path
 
 HEADER = "ha-watch 1"
 MAX_KINDS = 64
-MAX_CONN_BYTES = 64 << 10
+MAX_CONN_BYTES = 16 << 10  # an honest process sends at most ~64 kinds of <= 80 bytes
 MAX_CONNS = 4096
 
 
@@ -84,8 +84,12 @@ class Collector:
         except (BlockingIOError, InterruptedError):
             return
         if len(self.streams) >= MAX_CONNS:
+            # past the cap (a forgery opening connections so that later processes go unheard): each
+            # refused one counts as a watched connection cut and flooded
             self.refused += 1
             conn.close()
+            if self.refused == 1:
+                self.streams.append(Stream(bytearray(f"{HEADER}\n+watched\n".encode()), closed=True, over=True))
             return
         conn.setblocking(False)
         stream = Stream()

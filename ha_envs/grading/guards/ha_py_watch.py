@@ -40,7 +40,7 @@ _S = {"changed": set(), "workdir": os.sep, "hidden": set(), "test_dirs": (), "ru
       "runner_files": frozenset(), "runner_trees": (),
       "runner_modules": (), "stdlib": (), "own": (), "watch": None}
 _WATCH = {"seen": set(), "file": None, "socket": None, "sock": None, "ino": None, "tag": "+watched",
-          "lost": False}
+          "lost": False, "path": None}
 _KINDS = {}
 _TEST_SOURCE = (".py", ".pyi", ".txt", ".json", ".cfg", ".ini", ".toml", ".yaml", ".yml")
 
@@ -258,6 +258,13 @@ def _emit(data):
     process could not reach it) to the watch file."""
     if _WATCH["socket"] is not None and _send(data):
         return
+    if _WATCH["socket"] is not None and _WATCH["file"] is None and _WATCH["path"]:
+        try:  # the collector stopped answering (it refused a connection past its cap): the file, said so
+            _WATCH["file"] = os.open(_WATCH["path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.write(_WATCH["file"], b"+unreached\n" + "".join(w + "\n" for w in sorted(_WATCH["seen"])).encode())
+            return
+        except OSError:
+            pass
     f = _WATCH["file"]
     if f is not None:
         try:
@@ -423,7 +430,7 @@ def start(settings, runner_names, own=(), header=True):
         _unwatched(path, sock, header)
         return
     if sock:
-        _WATCH["socket"] = sock
+        _WATCH["socket"], _WATCH["path"] = sock, path
         if _connect("+watched"):
             _WATCH["file"] = None
             _at_exit_and_fork()

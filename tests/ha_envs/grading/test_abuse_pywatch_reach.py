@@ -415,3 +415,46 @@ def test_under_pytest_the_record_comes_from_the_host_too(tiny_task, tmp_path):
     report = Grader(local_sandbox_factory(), canaries=False).grade(tiny_task, patch)
     assert_graded_zero(report)
     assert {"trace_set", "watch_severed"} <= set(report.watch) and report.watch_from == "host", report.watch
+
+
+def test_a_flood_of_connections_is_seen(tmp_path, monkeypatch):
+    """Connections past the collector's cap are refused: a process turned away may lose lines (its
+    sends can land before the refusal), so the refusal itself is ``watch_severed`` and
+    ``watch_flooded``; connections that never said the header are ``watch_garbled``."""
+    import time
+
+    from ha_envs.grading import watchsock
+    from ha_envs.grading.runners import watch_lines
+
+    monkeypatch.setattr(watchsock, "MAX_CONNS", 2)
+    (tmp_path / "w").mkdir()
+    collector = Collector(tmp_path / "w")
+    held = []
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(collector.path)
+        held.append(s)
+    time.sleep(0.2)
+    out = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.3); exec('import sys; sys.settrace(None)')"],
+                         env=_watch_env(tmp_path, collector), capture_output=True, text=True, cwd=tmp_path)
+    for s in held:
+        s.close()
+    streams = collector.close()
+    assert out.returncode == 0, out.stderr
+    record = watch_lines((tmp_path / "f.watch").read_text(), streams)
+    assert {"watch_flooded", "watch_severed", "watch_garbled"} <= set(record), record
+    assert collector.refused >= 1
+
+
+def test_a_process_that_cannot_connect_writes_the_file_and_says_so(tmp_path):
+    from ha_envs.grading.runners import watch_lines
+
+    (tmp_path / "w").mkdir()
+    collector = Collector(tmp_path / "w")
+    env = {**_watch_env(tmp_path, collector), "HA_WATCH_SOCKET": str(tmp_path / "w" / "gone.sock")}
+    out = subprocess.run([sys.executable, "-c", "exec('import sys; sys.settrace(None)')"], env=env,
+                         capture_output=True, text=True, cwd=tmp_path)
+    streams = collector.close()
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "f.watch").read_text().splitlines()[:3] == ["ha-watch 1", "+unreached", "trace_set"]
+    assert watch_lines((tmp_path / "f.watch").read_text(), streams) == ["trace_set", "watch_unreached"]
