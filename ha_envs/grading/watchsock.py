@@ -15,8 +15,9 @@ one that was sent. Per connection (``ha_py_watch.py`` speaks this):
   replaced or shut down under it), ``+unwatched python 3.x`` (no audit hooks);
 - one kind per line as it is seen; ``+end`` at exit (the watch's own atexit handler, run last).
 
-A watched connection that ends without ``+end`` (``os._exit``, a kill, its descriptor closed), one
-that says ``+reconnected``, or one with more than one ``+end`` is ``watch_severed``: compared with the
+A watched connection that ends without ``+end`` (``os._exit``, a kill, its descriptor closed; an
+``os.exec*`` sends ``+end`` first), one still open GRACE_S after the command, one that says
+``+reconnected``, or one with more than one ``+end`` is ``watch_severed``: compared with the
 gold run's record like every kind (a gold run whose workers leave by ``os._exit`` shows it too). A
 forged ``+end`` on a connection of the forgery's own says nothing about any other connection.
 """
@@ -28,6 +29,7 @@ import secrets
 import selectors
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +37,7 @@ HEADER = "ha-watch 1"
 MAX_KINDS = 64
 MAX_CONN_BYTES = 16 << 10  # an honest process sends at most ~64 kinds of <= 80 bytes
 MAX_CONNS = 4096
+GRACE_S = 0.5
 
 
 @dataclass
@@ -112,6 +115,25 @@ class Collector:
         stream.data += chunk[:max(room, 0)]
         stream.over = stream.over or len(chunk) > room
 
+    def _settle(self) -> None:
+        """Read what is queued (an exited process's lines and EOF are, at once); where a connection is
+        still open, wait up to GRACE_S for it to end: a child its parent did not wait for may be
+        exiting just now, and whether it made it in time must not decide the record."""
+        deadline = time.monotonic() + GRACE_S
+        for _ in range(100000):
+            waiting = any(not st.closed for st in self.streams)
+            left = deadline - time.monotonic() if waiting else 0
+            events = self._sel.select(timeout=max(left, 0))
+            if not events:
+                if not waiting or left <= 0:
+                    return
+                continue
+            for key, _ in events:
+                if key.data is None:
+                    self._accept()
+                else:
+                    self._read(key.fileobj, key.data)  # type: ignore[arg-type]
+
     def close(self) -> list[Stream]:
         """Stop listening, read what is still waiting (the command is over: its processes' last
         lines and EOFs are queued), and hand back every connection's stream (one still open stays
@@ -121,15 +143,7 @@ class Collector:
             os.write(self._wake_w, b"x")
             self._thread.join(timeout=10)
             self._sel.unregister(self._wake_r)
-            for _ in range(100000):  # until nothing is ready: an exited process's lines and EOF are queued already
-                events = self._sel.select(timeout=0)
-                if not events:
-                    break
-                for key, _ in events:
-                    if key.data is None:
-                        self._accept()
-                    else:
-                        self._read(key.fileobj, key.data)  # type: ignore[arg-type]
+            self._settle()
             for key in list(self._sel.get_map().values()):
                 key.fileobj.close()  # type: ignore[union-attr]
             self._sel.close()

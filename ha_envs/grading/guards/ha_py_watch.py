@@ -382,6 +382,8 @@ def _audit(event, args):
         return
     _LOCAL.busy = True
     try:
+        if event == "os.exec" and _WATCH["sock"] is not None:
+            _send(b"+end\n")  # the process becomes another program: its connection ends here, closed on exec
         walks = handler is _frame_fetched or handler is _getattr
         caller = sys._getframe(1) if walks else None  # the frame whose call raised the event
         what = handler(args, caller) if walks else handler(args)

@@ -458,3 +458,20 @@ def test_a_process_that_cannot_connect_writes_the_file_and_says_so(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "f.watch").read_text().splitlines()[:3] == ["ha-watch 1", "+unreached", "trace_set"]
     assert watch_lines((tmp_path / "f.watch").read_text(), streams) == ["trace_set", "watch_unreached"]
+
+
+def test_a_process_that_execs_ends_its_connection_and_a_late_child_is_waited_for(tmp_path):
+    """``os.execv`` (a runner re-starting itself) ends the connection with its end mark; a child its
+    parent did not wait for, still exiting when the command is over, is waited for briefly."""
+    (tmp_path / "w").mkdir()
+    collector = Collector(tmp_path / "w")
+    code = ("import os, subprocess, sys\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.2)'], stdout=subprocess.DEVNULL,\n"
+            "                 stderr=subprocess.DEVNULL)\n"
+            "os.execv(sys.executable, [sys.executable, '-c', 'pass'])")
+    out = subprocess.run([sys.executable, "-c", code], env=_watch_env(tmp_path, collector), capture_output=True,
+                         text=True, cwd=tmp_path)
+    streams = collector.close()
+    assert out.returncode == 0, out.stderr
+    got, watched, _ = stream_kinds(streams)
+    assert watched and got == set() and len(streams) == 3, [bytes(s.data) for s in streams]
