@@ -11,7 +11,6 @@ does not hide a connection that was cut; the gold patch, and an honest patch who
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
