@@ -74,8 +74,8 @@ def load_predictions(path: Path | str) -> dict[str, dict[str, Any]]:
 def instance_report(task: Task, pred: dict[str, Any], grade: GradeReport | None, error: str = "") -> dict[str, Any]:
     """swebench's per-instance report (``tests_status`` split by success and failure, as the rule
     that decided split it: the same verdict as the env's reward), plus our status, flags, the rule
-    and its swebench version (``verdict_rules``), where the OS-level trace was taken (``trace_from``)
-    and the error."""
+    and its swebench version (``verdict_rules``), where the OS-level trace was taken (``trace_from``),
+    the Python watch's record and where it came from (``watch``, ``watch_from``) and the error."""
     patch = pred.get("model_patch")
     empty = {"success": [], "failure": []}
     split = grade.tests_status if grade else {}
@@ -90,6 +90,8 @@ def instance_report(task: Task, pred: dict[str, Any], grade: GradeReport | None,
         "verdict_rules": grade.verdict_rules if grade else "", "overruled": grade.overruled if grade else "",
         "network_excluded": grade.network_excluded if grade else [],
         "trace_from": grade.trace_from if grade else "",  # where a Go/Rust/JS run's OS trace was taken (ostrace.py)
+        "watch_from": grade.watch_from if grade else "",  # where the Python watch's record came from (watchsock.py)
+        "watch": grade.watch if grade else None,  # what the watch saw the code under test do, by kind
         "error": error or (grade.error if grade else ""),  # a grade's own error: why a patch did not apply, ...
     }
     return {task.instance_id: body}

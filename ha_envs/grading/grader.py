@@ -45,6 +45,7 @@ from .patchfile import section_paths, split_patch
 from .protect import restore_script, restore_targets
 from . import ostrace  # noqa: F401  (registers the OS-level watch after the runner guards: it wraps their commands)
 from .runners import Evidence, _simple, changed_tests, guards_for, read_watch
+from .watchsock import Collector
 from .verdicts import RULES
 from .harbor import grade_harbor, is_harbor
 from .copy_scripts import (GRADE_DIR, applied_paths, apply_error, apply_script, ignored_one_by_one, ignored_script,
@@ -203,6 +204,7 @@ class Grader:
             forged += witness.check(plan, statuses, evidence.witnesses)
         report.canaries = canary_tests.summary(plan, statuses)
         report.watch, report.trace_from = evidence.watch, ostrace.trace_from(evidence)
+        report.watch_from = evidence.watch_from
         if report.resolved or forged:
             forged += exit_status_reasons(task.tests.test_command, statuses, evidence.log, evidence.exit_code,
                                           evidence.timed_out, simple)
@@ -543,7 +545,11 @@ class Grader:
         hashing = test_hashes_script(task)
         if before is None:
             before = parse_hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
-        res, host_trace = _test_run(sandbox, command, task.tests.timeout_s, outside)
+        collector, command = _collector(sandbox, watch, command)
+        try:
+            res, host_trace = _test_run(sandbox, command, task.tests.timeout_s, outside)
+        finally:
+            streams = collector.close() if collector is not None else None
         after = parse_hashes(sandbox.run(hashing, timeout=300, head_bytes=16 << 20, tail_bytes=0).output)
         evidence = Evidence(res.output, res.exit_code, res.timed_out, workdir=sandbox.workdir,
                             tests_before=before, tests_after=after,
@@ -556,8 +562,25 @@ class Grader:
             except ValueError:
                 evidence.reports[name] = None
         if watch is not None:
-            read_watch(task, sandbox, watch, evidence)
+            read_watch(task, sandbox, watch, evidence, streams)
         return evidence
+
+
+def _collector(sandbox: Sandbox, watch: tuple[str, str] | None, command: str) -> tuple[Collector | None, str]:
+    """The Python watch's record out of the test processes' reach: a collector listening in the
+    host directory the sandbox shows read-only (``sandbox.watch_dir``: host path, path inside,
+    isolated), its socket named to the watched interpreters by ``HA_WATCH_SOCKET``. None (the watch
+    file alone, within reach) for other watches and for a sandbox without such a directory."""
+    shown = getattr(sandbox, "watch_dir", None)
+    if watch is None or watch[0] not in ("pytest", "python") or not shown:
+        return None, command
+    try:
+        collector = Collector(shown[0])
+    except OSError as exc:
+        log.warning("the Python watch writes its file in the grading copy, within reach: %s", exc)
+        return None, command
+    inside = f"{shown[1].rstrip('/')}/{collector.name}"
+    return collector, f"export HA_WATCH_SOCKET={ansi_c_quote(inside)}; {command}"
 
 
 def _test_run(sandbox: Sandbox, command: str, timeout: float,

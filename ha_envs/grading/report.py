@@ -13,7 +13,10 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/17"  # 17: a must-fail twin keeps its original's checks and differs in one literal of an
+GRADER_VERSION = "ha-grader/18"  # 18: the Python watch's record leaves each process as it is made, to a collector on the
+# host (a unix socket the sandbox shows read-only); a connection that ends without its end mark is watch_severed, a run
+# the collector heard nothing from is watch_missing: emptying the watch file and leaving by os._exit earned 1.0 under 17
+# 17: a must-fail twin keeps its original's checks and differs in one literal of an
 # expected value (a check turned round only where none can change, canaries.twins_turned), placed before or after its
 # original as drawn: a JS forgery that failed only the test with the negated check earned 1.0 under 16
 # 16: the OS trace of Go/Rust/JavaScript runs in the local sandbox taken by the
@@ -139,6 +142,12 @@ class GradeReport:
     (out of the test processes' reach), ``host, within reach`` (an unisolated sandbox), ``sandbox,
     within reach`` (a file in the grading copy: Docker, or a host whose strace cannot attach); empty
     when the run had no OS-level trace."""
+    watch_from: str = ""
+    """Where the Python watch's record came from (``watchsock.py``): ``host`` (sent as it was made
+    to a collector on the host, through a socket the sandbox shows read-only: lines sent cannot be
+    taken back), ``host, within reach`` (the same from an unisolated sandbox), ``sandbox, within
+    reach`` (the watch file in the grading copy: a sandbox without such a directory); empty when the
+    run had no Python watch."""
     watch_reference: list[str] | None = None
     """The gold patch's run of the same task, seen the same way: compared with ``watch`` when the
     run would resolve and the watch saw anything (kinds the gold run lacks -> ``verdict_tampered``)."""

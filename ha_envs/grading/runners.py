@@ -46,6 +46,7 @@ from ..sandbox.shell import ansi_c_quote
 from ..task import Task
 from .log_parsers import CARGO_LINE, FAILED, PASSED
 from .protect import test_dir_of
+from .watchsock import capped, stream_kinds
 
 GUARD_DIR = Path(__file__).parent / "guards"
 
@@ -88,6 +89,8 @@ class Evidence:
     watch: list[str] | None = None
     """What the watch saw the code under test do (``watch_record``); None when the run was not
     watched (no guard keeps a watch for its runner, or its Python is older than 3.8)."""
+    watch_from: str = ""
+    """Where the Python watch's record came from (``GradeReport.watch_from``); empty: no Python watch."""
     host_trace: HostTrace | None = None
     """The OS-level trace the sandbox took from outside (``sandbox/hosttrace.py``), None when the
     trace, if any, was taken inside the sandbox (``ostrace.wrap``)."""
@@ -150,11 +153,16 @@ def _simple(command: str) -> bool:
 WATCH_HEADER = "ha-watch 1"
 
 
-def watch_record(text: str | None, report: dict | None) -> list[str] | None:
-    """The watch's record of a run: the kinds of event written as they happened (``text``, the watch
-    file) and those in the guard's final report, together; ``watch_removed`` when the report says
-    the run was watched but the file lost its header (truncated or replaced during the run). None
-    when the run was not watched."""
+def watch_record(text: str | None, report: dict | None, streams: list | None = None) -> list[str] | None:
+    """The pytest guard's watch record of a run: the kinds of event sent as they happened (the
+    collector's ``streams`` on the host, or where there is none ``text``, the watch file) and those
+    in the guard's final report, together. File mode: ``watch_removed`` when the report says the
+    run was watched but the file lost its header (truncated or replaced during the run). Socket
+    mode: the file holds only a process that could not reach the collector (``watch_unreached``),
+    and a run the report calls watched whose collector heard no watched process is ``watch_missing``.
+    None when the run was not watched."""
+    if streams is not None:
+        return _socket_record(text, report, streams)
     if not report or not report.get("watched"):
         return None if text is None or not text.startswith(WATCH_HEADER) else \
             sorted(set(text.splitlines()[1:]) | {"report_missing"})
@@ -162,24 +170,63 @@ def watch_record(text: str | None, report: dict | None) -> list[str] | None:
     seen = set(report.get("watch") or []) | set(lines[1:])
     if not lines or lines[0] != WATCH_HEADER:
         seen.add("watch_removed")
-    return sorted(x for x in seen if x and len(x) <= 80)[:64]
+    return capped({x for x in seen if x and len(x) <= 80})
+
+
+def _file_kinds(text: str | None) -> tuple[set[str], bool]:
+    """Socket mode: the kinds a watch file holds (processes that did not reach the collector),
+    and whether any did: ``+unreached`` (it could not connect) or ``+watched`` (it was not told of
+    the socket: its parent took ``HA_WATCH_SOCKET`` out of its environment)."""
+    lines = [x for x in (text or "").splitlines() if x != WATCH_HEADER]  # the pytest guard's may have none
+    kinds = {x for x in lines if x and not x.startswith("+") and len(x) <= 80}
+    unreached = "+unreached" in lines or "+watched" in lines
+    return kinds | ({"watch_unreached"} if unreached else set()), unreached
+
+
+def _socket_record(text: str | None, report: dict | None, streams: list) -> list[str] | None:
+    kinds, watched, _ = stream_kinds(streams)
+    more, unreached = _file_kinds(text)
+    kinds |= more
+    said = bool(report and report.get("watched"))
+    if report:
+        kinds |= {x for x in report.get("watch") or [] if x and len(x) <= 80}
+    if said and not watched and not unreached:
+        kinds.add("watch_missing")  # pytest ran watched by its own account; the host heard nothing
+    if not report and (watched or unreached):
+        kinds.add("report_missing")
+    return capped(kinds) if said or watched or unreached else None
+
+
+def watch_from(sandbox: Any, streams: list | None) -> str:
+    """Where a Python watch record came from (``GradeReport.watch_from``)."""
+    if streams is None:
+        return "sandbox, within reach"
+    return "host" if getattr(sandbox, "watch_dir", None) and sandbox.watch_dir[2] else "host, within reach"
 
 
 _PYTEST_CMD = re.compile(r"(^|[\s/;&|(])(py\.?test)(\s|$)|-m\s+pytest\b")
 _SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+ ?s(?:econds)?\b.*?=*\s*$")
 
 
-def read_watch(task: Task, sandbox: Any, watch: tuple[str, str], evidence: Evidence) -> None:
+def read_watch(task: Task, sandbox: Any, watch: tuple[str, str], evidence: Evidence,
+               streams: list | None = None) -> None:
     """The watch record of a run into ``evidence`` (``watch``, and ``witnesses`` where the guard
-    reads them): (guard name, its watch file). A guard that reads its own (``ostrace.TraceGuard``)
-    does; the pytest guard's file and report are read together."""
+    reads them): (guard name, its watch file); ``streams``: what the host's collector heard
+    (``watchsock.py``), None where the Python watch wrote only its file. A guard that reads its own
+    (``ostrace.TraceGuard``, ``PythonWatchGuard``) does; the pytest guard's file and report are read together."""
     guard = GUARDS[watch[0]]
+    if isinstance(guard, PythonWatchGuard):
+        evidence.watch = guard.read_streams(sandbox, watch[1], streams)
+        evidence.watch_from = watch_from(sandbox, streams)
+        return
     if hasattr(guard, "read_trace"):
         evidence.watch, evidence.witnesses = guard.read_trace(task, sandbox, watch[1], evidence.host_trace)
         return
     got = sandbox.run(f"head -c 65536 -- {ansi_c_quote(watch[1])} 2>/dev/null", timeout=60)
     rep = evidence.reports.get(watch[0])
-    evidence.watch = watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None)
+    evidence.watch = watch_record(got.output if got.exit_code == 0 else None, rep if isinstance(rep, dict) else None,
+                                  streams)
+    evidence.watch_from = watch_from(sandbox, streams)
 
 
 @register_guard("pytest")
@@ -293,9 +340,11 @@ class PythonWatchGuard:
     starts the audit hook of ``guards/ha_py_watch.py`` in every Python interpreter the command
     starts, subprocesses included, before the command's own code; it chains to the
     ``sitecustomize`` it shadows. Both modules get new names each run except ``sitecustomize``
-    itself, whose directory leaves ``sys.path`` again once it ran. Each process appends to one watch
-    file the grader wrote with its header: ``+watched`` (3.8+) or ``+unwatched python 3.x`` (no audit
-    hooks before 3.8), then the kinds it saw (``watch_lines``). Unwatched, and said so: interpreters
+    itself, whose directory leaves ``sys.path`` again once it ran. Each process says ``+watched``
+    (3.8+) or ``+unwatched python 3.x`` (no audit hooks before 3.8), then the kinds it saw: to the
+    grader's collector on the host where the sandbox has one (``watchsock.py``, ``HA_WATCH_SOCKET``),
+    else (and for a process that cannot reach it) appended to one watch file the grader wrote with
+    its header (``watch_lines``). Unwatched, and said so: interpreters
     started with ``-S``, ``-I`` or ``-E``, and commands that set ``PYTHONPATH`` themselves or through
     a tool that drops it (tox without ``passenv``). Where pytest runs the pytest guard keeps its own
     watch (the same module), so nothing is recorded twice."""
@@ -320,26 +369,39 @@ class PythonWatchGuard:
     def check(self, task: Task, statuses: dict[str, str], ev: Evidence) -> list[str]:
         return []  # the watch is compared with the gold run's (Grader._compare_watch), not with the log
 
-    def read_trace(self, task: Task, sandbox: Any, path: str, host: Any = None) -> tuple[list[str] | None, None]:
-        """The watch file's kinds (``host``, a trace the sandbox took from outside, is the OS
-        watch's: the Python watch writes its own file)."""
+    def read_streams(self, sandbox: Any, path: str, streams: list | None) -> list[str] | None:
+        """The run's record: what the host's collector heard (``streams``) with the watch file's
+        kinds (processes that could not reach it), or the file's alone where there was no collector."""
         q = ansi_c_quote(path)  # the header, then each distinct line once: many processes append to it
         got = sandbox.run(f"test -f {q} && {{ head -n 1 -- {q}; tail -n +2 -- {q} | sort -u | head -c 65536; }}",
                           timeout=120)
-        return watch_lines(got.output if got.exit_code == 0 else None), None
+        return watch_lines(got.output if got.exit_code == 0 else None, streams)
 
 
-def watch_lines(text: str | None) -> list[str] | None:
-    """The kinds in the watch file of a ``PythonWatchGuard`` run: None when no interpreter of the run
-    installed the hook (none started, or all older than 3.8: unwatched); ``watch_removed`` when the
-    file or its header is gone (the grader wrote it before the run)."""
+def watch_lines(text: str | None, streams: list | None = None) -> list[str] | None:
+    """The kinds of a ``PythonWatchGuard`` run. File mode (``streams`` None): None when no interpreter
+    of the run installed the hook (none started, or all older than 3.8: unwatched); ``watch_removed``
+    when the file or its header is gone (the grader wrote it before the run). Socket mode: the
+    collector's kinds and the file's (``watch_unreached``: a process wrote there instead); a run from
+    which the collector heard nothing at all, not even an unwatched interpreter, is ``watch_missing``
+    (the command runs Python: its interpreters were kept from the watch), compared with the gold run's."""
     lines = (text or "").splitlines()
     kinds = {x for x in lines[1:] if x and not x.startswith("+") and len(x) <= 80}
-    if not lines or lines[0] != WATCH_HEADER:
-        return sorted(kinds | {"watch_removed"})
+    removed = not lines or lines[0] != WATCH_HEADER
+    if streams is not None:
+        heard, watched, anything = stream_kinds(streams)
+        more, unreached = _file_kinds(text)
+        heard |= more | ({"watch_removed"} if removed else set())
+        if not anything and not unreached:
+            heard.add("watch_missing")
+        elif not watched and not unreached and heard <= {"watch_removed"}:
+            return None  # only interpreters older than 3.8: unwatched, said so
+        return capped(heard)
+    if removed:
+        return capped(kinds | {"watch_removed"})
     if "+watched" not in lines:
         return None
-    return sorted(kinds)[:64]
+    return capped(kinds)
 
 
 @register_guard("node")

@@ -79,6 +79,8 @@ def local_sandbox_factory(config: LocalSandboxConfig | None = None, network: boo
             cfg = dataclasses.replace(cfg, binds=tuple(cfg.binds) + tuple(binds), tmpfs=tuple(cfg.tmpfs) + tuple(tmpfs))
         if network if network is not None else tests_need_network(task):
             cfg = dataclasses.replace(cfg, network=True)
+        if task is not None and task.language == "python" and not cfg.watch_dir:  # the watch's collector
+            cfg = dataclasses.replace(cfg, watch_dir=True)
         if task is not None and cfg.trace is None:  # a Go/Rust/JS run traced from the host (ostrace.py)
             from .ostrace import host_trace_spec
 

@@ -171,7 +171,26 @@ class DockerSandbox:
         self._fill_pending = False
         self._disk: DiskWatch | None = None
         self._disk_container: Any = None
+        self._watch_root: str | None = None
+        self.watch_dir = self._make_watch_dir() if role == "grader" else None
+        """(host directory, its path in the container, True) for the Python watch's collector
+        (``grading/watchsock.py``), bound read-only; None where the daemon is not on this host."""
         live.join(self)
+
+    def _make_watch_dir(self) -> tuple[str, str, bool] | None:
+        """A host directory (0755, in a 0700 one of this user's) that the grading container sees
+        read-only at ``/.ha-watch``: only where the daemon runs on this host (a unix socket), else a
+        bind would name a directory of another machine."""
+        url = str(getattr(getattr(self.client, "api", None), "base_url", ""))
+        if not (url.startswith("http+docker://localhost") or url.startswith("http+docker://localunixsocket")):
+            return None
+        from .reaper import owned_prefix
+
+        self._watch_root = tempfile.mkdtemp(prefix=owned_prefix("ha-watch"))
+        inner = os.path.join(self._watch_root, "watch")
+        os.mkdir(inner, 0o755)
+        os.chmod(inner, 0o755)
+        return inner, "/.ha-watch", True
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -202,7 +221,8 @@ class DockerSandbox:
             labels={LABEL: "1", f"{LABEL}.owner": owner(), f"{LABEL}.role": self.role,
                     f"{LABEL}.instance": getattr(self.task, "instance_id", "") or ""},
             volumes={**{host: {"bind": inside, "mode": "rw"} for host, inside in self.mounts.items()},
-                     **(_tracer_volumes() if self.role == "grader" else {})},
+                     **(_tracer_volumes() if self.role == "grader" else {}),
+                     **({self.watch_dir[0]: {"bind": self.watch_dir[1], "mode": "ro"}} if self.watch_dir else {})},
         )
         try:
             container = retrying(lambda: self.client.containers.run(self.image, **kwargs))
@@ -282,6 +302,9 @@ class DockerSandbox:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+        if self._watch_root is not None:
+            shutil.rmtree(self._watch_root, ignore_errors=True)
+            self._watch_root = None
         self.closed = True
 
     def _stop_shell(self) -> None:

@@ -83,6 +83,10 @@ class LocalSandboxConfig:
     """Start every shell as a child of this host's strace tracing these calls, so that
     ``run_traced`` reads what a command did from outside the sandbox (the grader's sandbox of a
     Go, Rust or JavaScript task: ``grading/ostrace.py``, ``hosttrace.py``)."""
+    watch_dir: bool = False
+    """Make a host directory of the sandbox's root, shown read-only at ``WATCH_INSIDE`` (``watch_dir``),
+    where the grader's collector of the Python watch listens (``grading/watchsock.py``): a grading
+    sandbox's; never an agent's."""
     python_env: str | None = None
     """A venv whose ``bin`` goes first on PATH, with the work copy on PYTHONPATH (real SWE-bench
     instances; built by ``pyenv.python_env`` from the task's specs when the task has them)."""
@@ -97,6 +101,10 @@ def _kill_session(proc: subprocess.Popen[bytes]) -> None:
 
 def bwrap_available() -> bool:
     return shutil.which("bwrap") is not None
+
+
+WATCH_INSIDE = "/.ha-watch"
+"""Where a grading sandbox shows its watch directory (``LocalSandboxConfig.watch_dir``)."""
 
 
 class LocalSandbox:
@@ -137,7 +145,16 @@ class LocalSandbox:
         self.net: UserNet | None = None
         self.closed = False
         self._helpers: set[subprocess.Popen[bytes]] = set()
+        self.watch_dir = self._make_watch_dir() if self.config.watch_dir else None
+        """(host directory, its path inside, isolated) for the Python watch's collector, or None."""
         live.join(self)
+
+    def _make_watch_dir(self) -> tuple[str, str, bool]:
+        """``root/watch``: the root is this user's alone (0700); the directory itself is 0755 so any
+        uid inside can reach a socket in it, never write to it (bound read-only)."""
+        path = self.root / "watch"
+        path.mkdir(mode=0o755, exist_ok=True)
+        return str(path), WATCH_INSIDE if self.isolated else str(path), self.isolated
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _decide_isolation(self) -> bool:
@@ -273,6 +290,8 @@ class LocalSandbox:
             args += ["--bind" if writable else "--ro-bind", host, inside]
         for inside, size in self.config.tmpfs:
             args += ["--size", str(size), "--tmpfs", inside]
+        if self.watch_dir is not None:  # a connect() to a socket there works; nothing in it can be changed
+            args += ["--ro-bind", self.watch_dir[0], self.watch_dir[1]]
         args += ["--bind", str(self.host_dir), self.mount_point, "--remount-ro", "/",
                  "--chdir", self.mount_point]
         return args + ["--"] + shell

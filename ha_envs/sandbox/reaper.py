@@ -16,7 +16,7 @@ from pathlib import Path
 from .limits import _own_cgroups, empty_and_remove
 
 log = logging.getLogger(__name__)
-_OWNED = re.compile(r"^(?:ha-sbx|ha-grade)-(\d+)-")
+_OWNED = re.compile(r"^(?:ha-sbx|ha-grade|ha-watch)-(\d+)-")
 _CGROUP = re.compile(r"^harnessadapt-(\d+)-")
 _done = False
 _lock = threading.Lock()

@@ -13,7 +13,9 @@ Two ways in, one record:
 Audit hooks exist from Python 3.8 and cannot be removed. An older interpreter writes ``+unwatched``
 to the watch file and installs nothing: the run is recorded as unwatched, never as clean.
 
-What it notes (each kind once per process, appended to the watch file at once): trace/profile
+What it notes (each kind once per process, sent at once: to the grader's collector on the host
+through a unix socket, ``HA_WATCH_SOCKET``, out of the process's reach, or where there is none to
+the watch file): trace/profile
 functions set, the runner's frames fetched or all frames listed, a frame fetched to walk the stack
 (its caller's locals), a function's ``__code__`` or a runner class changed, code objects made,
 hidden test sources opened, the garbage collector's objects listed, audit hooks added, ctypes
@@ -37,7 +39,8 @@ HEADER = b"ha-watch 1\n"
 _S = {"changed": set(), "workdir": os.sep, "hidden": set(), "test_dirs": (), "runner_dirs": (),
       "runner_files": frozenset(), "runner_trees": (),
       "runner_modules": (), "stdlib": (), "own": (), "watch": None}
-_WATCH = {"seen": set(), "file": None}
+_WATCH = {"seen": set(), "file": None, "socket": None, "sock": None, "ino": None, "tag": "+watched",
+          "lost": False, "path": None}
 _KINDS = {}
 _TEST_SOURCE = (".py", ".pyi", ".txt", ".json", ".cfg", ".ini", ".toml", ".yaml", ".yml")
 
@@ -247,10 +250,25 @@ def note(what):
     if what in _WATCH["seen"]:
         return
     _WATCH["seen"].add(what)
+    _emit((what + "\n").encode())
+
+
+def _emit(data):
+    """One record line out at once: to the host's collector where there is one, else (or when this
+    process could not reach it) to the watch file."""
+    if _WATCH["socket"] is not None and _send(data):
+        return
+    if _WATCH["socket"] is not None and _WATCH["file"] is None and _WATCH["path"]:
+        try:  # the collector stopped answering (it refused a connection past its cap): the file, said so
+            _WATCH["file"] = os.open(_WATCH["path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.write(_WATCH["file"], b"+unreached\n" + "".join(w + "\n" for w in sorted(_WATCH["seen"])).encode())
+            return
+        except OSError:
+            pass
     f = _WATCH["file"]
     if f is not None:
         try:
-            os.write(f, (what + "\n").encode())
+            os.write(f, data)
         except OSError:
             pass
 
@@ -260,7 +278,95 @@ def seen():
 
 
 def watched():
-    return _WATCH["file"] is not None
+    return _WATCH["file"] is not None or _WATCH["sock"] is not None
+
+
+# -- the record out of the process: a unix socket to the grader's collector on the host -------------
+# The collector keeps what each connection sent, so nothing this process does later can take a line
+# back. A connection that ends without ``+end`` (os._exit, a kill, its descriptor closed or replaced)
+# is ``watch_severed`` on the host; one opened again after the first was lost says ``+reconnected``.
+
+def _connect(tag):
+    """A new connection to the collector, its header and ``tag`` sent; False when it cannot be made."""
+    try:
+        import _socket
+
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            s.connect(_WATCH["socket"])
+            s.sendall(HEADER + (tag + "\n").encode())
+        except OSError:
+            s.close()
+            return False
+        _WATCH["sock"], _WATCH["ino"] = s, os.fstat(s.fileno()).st_ino
+        return True
+    except Exception:  # noqa: BLE001 - no _socket, no AF_UNIX: the file then
+        return False
+
+
+def _ours():
+    """Whether the socket's descriptor still is the connection this process made (code under test
+    may have closed it, or put another file or a connection of its own on its number)."""
+    s = _WATCH["sock"]
+    try:
+        return s is not None and os.fstat(s.fileno()).st_ino == _WATCH["ino"]
+    except (OSError, ValueError):
+        return False
+
+
+def _drop():
+    s = _WATCH["sock"]
+    _WATCH["sock"] = None
+    if s is not None:
+        try:
+            s.detach()  # never close a descriptor number that may now be someone else's
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _send(data):
+    """``data`` to the collector; a connection found lost (closed, replaced, shut down) is made again
+    with ``+reconnected`` and everything seen so far. False: the collector cannot be reached."""
+    for _ in (0, 1):
+        if _WATCH["sock"] is None or not _ours():
+            if _WATCH["sock"] is not None:
+                _WATCH["lost"] = True
+            _drop()
+            tag = "+reconnected" if _WATCH["lost"] else _WATCH["tag"]
+            if not _connect(tag):
+                return False
+            if tag == "+reconnected":
+                data = ("".join(w + "\n" for w in sorted(_WATCH["seen"]))).encode() + data
+        try:
+            _WATCH["sock"].sendall(data, _NOSIGNAL)
+            return True
+        except OSError:
+            _WATCH["lost"] = True
+            _drop()
+    return False
+
+
+_NOSIGNAL = 0x4000 if sys.platform.startswith("linux") else 0  # MSG_NOSIGNAL: EPIPE, never SIGPIPE
+
+
+def _forked():
+    """A child made by ``os.fork`` (multiprocessing) shares its parent's connection: it gets its own,
+    made when it first has something to say (``+fork``), its parent's left to the parent."""
+    s = _WATCH["sock"]
+    _WATCH["sock"], _WATCH["tag"], _WATCH["lost"] = None, "+fork", False
+    if s is not None:
+        try:
+            s.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _end():
+    """At exit: the import hooks left behind, then ``+end``, the mark of a process that ended as a
+    process does (atexit handlers run last-registered first: this one, the first, runs last)."""
+    import_hooks()
+    if _WATCH["sock"] is not None or _WATCH["lost"]:
+        _send(b"+end\n")
 
 
 try:
@@ -276,6 +382,8 @@ def _audit(event, args):
         return
     _LOCAL.busy = True
     try:
+        if event == "os.exec" and _WATCH["sock"] is not None:
+            _send(b"+end\n")  # the process becomes another program: its connection ends here, closed on exec
         walks = handler is _frame_fetched or handler is _getattr
         caller = sys._getframe(1) if walks else None  # the frame whose call raised the event
         what = handler(args, caller) if walks else handler(args)
@@ -309,28 +417,67 @@ def _configure(settings, runner_names, own):
 
 
 def start(settings, runner_names, own=(), header=True):
-    """Install the hook (Python 3.8+) and open the watch file named by ``settings['watch']``;
-    ``header``: write the header line (the pytest guard's file is its own, one process's), else a
-    ``+watched`` line (many processes append to the grader's file, which has the header)."""
+    """Install the hook (Python 3.8+) and open the record: a connection to the grader's collector
+    on the host when ``HA_WATCH_SOCKET`` (or ``settings['socket']``) names one, else the watch file
+    named by ``settings['watch']``. ``header``: this process owns the file and writes its header (the
+    pytest guard's), else many processes append to the grader's file, which has it. A process that
+    cannot reach the collector writes ``+unreached`` and its kinds to the file (the host says so)."""
     path = settings.get("watch")
-    if not path:
+    sock = os.environ.get("HA_WATCH_SOCKET") or settings.get("socket")
+    if not path and not sock:
         return
     _configure(settings, runner_names, tuple(own) + (path, __file__))
     hooks = hasattr(sys, "addaudithook")
-    if not hooks and header:
-        return  # the pytest guard's report says ``watched: false``
+    if not hooks:
+        _unwatched(path, sock, header)
+        return
+    if sock:
+        _WATCH["socket"], _WATCH["path"] = sock, path
+        if _connect("+watched"):
+            _WATCH["file"] = None
+            _at_exit_and_fork()
+            sys.addaudithook(_audit)
+            return
+        _WATCH["socket"] = None
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(fd, HEADER if header else b"+watched\n" if hooks else
-                 ("+unwatched python %d.%d\n" % sys.version_info[:2]).encode())
-    except OSError:
+        os.write(fd, (HEADER if header else b"") + (b"+unreached\n" if sock else b"" if header else b"+watched\n"))
+    except (OSError, TypeError):
         fd = None
-    if not hooks:
-        if fd is not None:
-            os.close(fd)
-        return
     _WATCH["file"] = fd
     sys.addaudithook(_audit)
+
+
+def _at_exit_and_fork():
+    import atexit
+
+    atexit.register(_end)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forked)
+
+
+def _unwatched(path, sock, header):
+    """Python before 3.8 (no audit hooks): say so (the pytest guard's report says ``watched: false``)."""
+    line = ("+unwatched python %d.%d\n" % sys.version_info[:2]).encode()
+    if sock:
+        try:
+            import _socket
+
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.connect(sock)
+            s.sendall(HEADER + line)
+            s.close()
+            return
+        except Exception:  # noqa: BLE001 - the file then
+            pass
+    if header or not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(fd, line)
+        os.close(fd)
+    except OSError:
+        pass
 
 
 RUNNERS = ("_pytest", "pytest", "pluggy", "unittest")
@@ -352,7 +499,7 @@ def start_from_env(own=()):
     except (OSError, ValueError):
         return
     start(settings, RUNNERS, tuple(own) + (path,), header=False)
-    if watched():
+    if _WATCH["file"] is not None:
         import atexit
 
         atexit.register(_rewrite)

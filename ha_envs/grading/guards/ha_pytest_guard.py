@@ -18,7 +18,8 @@ What it records, apart from the terminal output that a log parser reads:
   run's (``watch_module`` in the settings) and started when this module is imported, before any
   conftest or test module: an audit hook (hooks cannot be removed) that notes what the code under
   test does in classes a forgery needs and an ordinary fix does not (that module's docstring lists
-  them), written at once to ``watch`` (a header line first) as well as to the report; the grader
+  them), sent at once to the grader's collector on the host (``HA_WATCH_SOCKET``), or where there is
+  none written to ``watch`` (a header line first), as well as to the report; the grader
   compares them with the gold patch's run of the same task (``grader.py``). Runs of other Python
   runners get the same watch through a ``sitecustomize`` (``runners.PythonWatchGuard``).
 
