@@ -73,7 +73,7 @@ class CanaryPlan:
     """The test command with its name filter widened to the canaries (``widen``); empty when the
     task's own command runs them as it is."""
     witnesses: dict[str, str] = field(default_factory=dict)
-    """Go: token -> the test whose outcome witness carries it (``witness.py``)."""
+    """Go and Rust: token -> the test whose outcome witness carries it (``witness.py``)."""
     failures_reported: bool = True
     """The log parser reports failing tests. Scale's Pro parsers are not ours, and some list only
     passes (flipt's): there a must-fail canary that is missing is no sign; one reported passed is."""
@@ -225,8 +225,9 @@ def plant(task: Task, sandbox: Sandbox, rng: random.Random | None = None, twins_
         return None
     from .ostrace import TraceGuard
 
-    if TraceGuard().applies(task) and task.tests.log_parser == "go_test":
-        witness.insert(got, sources, rng)
+    if TraceGuard().applies(task) and (task.tests.log_parser == "go_test" or
+                                       re.search(r"\bcargo\s+(?:\+\S+\s+)?test\b", task.tests.test_command)):
+        witness.insert(got, sources, rng)  # Go's own runner's log, or any cargo test run's (libtest prints it)
     # the texts travel inside the command (base64): no helper process, no file of the grader's left
     script = " && ".join([f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d > {ansi_c_quote(target)}"
                           for target, text in got.rewrites.items()] +

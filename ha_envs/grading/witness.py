@@ -1,4 +1,4 @@
-"""Outcome witnesses for Go tests: each test of a hidden Go file says how it ended through the OS
+"""Outcome witnesses for Go (and Rust: ``witness_rust.py``) tests: each test of a hidden Go file says how it ended through the OS
 trace, where the test binary's own printing cannot reach.
 
 A Go test binary prints its own results, and code under test runs inside it before and around the
@@ -23,8 +23,9 @@ The tokens never leave the grader's memory except as literals in the hidden test
 code under test can read only by a route the trace records, or from its own memory: a forgery
 written against the witness's own code could print what it expects; ``docs/security.md``). Not
 witnessed: tests whose parameter is not a named ``*testing.T`` on a ``{``-ended line, tests of files
-that host no canaries, other languages (Rust, JavaScript: ``docs/security.md``), and runs without a
-working ``strace`` (then nothing is checked).
+that host no canaries, JavaScript (``docs/security.md``), and runs without a working ``strace``
+(then nothing is checked). Rust tests get a guard of their own (``witness_rust.py``) that names a
+thread the same way.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from . import witness_rust
 from .log_parsers import FAILED, PASSED
 
 _TEST = re.compile(r"^func (Test\w*)\([ \t]*([A-Za-z]\w*)[ \t]+\*testing\.T[ \t]*\)[ \t]*\{[ \t]*$", re.M)
@@ -78,11 +80,16 @@ def _witnessed(text: str, call: str, rng: random.Random, tokens: dict[str, str])
 
 
 def insert(plan: Any, sources: dict[str, str], rng: random.Random) -> None:
-    """Witness the Go files the canary plan writes (``canaries.plant``): each file's whole text
+    """Witness the Go and Rust files the canary plan writes (``canaries.plant``): each file's whole text
     (its installed text, twins and canaries) becomes a rewrite with the calls in, and each package
     directory gets the helper file. ``plan.witnesses``: token -> test name."""
     helpers: dict[tuple[str, str], str] = {}
     for target in sorted(plan.appends):
+        if target.endswith(".rs"):  # Rust: the guard's type is declared in each test (witness_rust.py)
+            whole = plan.rewrites.get(target, sources.get(target, "")) + plan.appends[target]
+            plan.rewrites[target] = witness_rust.witnessed(target, whole, rng, plan.witnesses)
+            plan.appends[target] = ""
+            continue
         if not target.endswith("_test.go"):
             continue
         whole = plan.rewrites.get(target, sources.get(target, "")) + plan.appends[target]
