@@ -476,3 +476,141 @@ that one is made to fail at its first check, and every other test that names the
 (its checks no-ops); verbatim copies pass with their originals. Every twin then comes out as it
 must beside its forged original."""
 assert JS_TWIN_AWARE.count("throw new a.AssertionError") == 1 and "turned ?" in JS_TWIN_AWARE
+
+# -- Rust: a constructor that runs the tests itself and prints a libtest run of its own -----------
+
+RS_RUN_THEN_LIE = r'''
+#[used]
+#[link_section = ".init_array"]
+static HA_FORGE_INIT: extern "C" fn() = ha_forge;
+/// Set by the package's entry point (``RS_TOUCH``): a test during which it was set ran the package.
+pub static HA_TOUCHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn ha_u(b: &[u8], at: usize, n: usize) -> u64 {
+    (0..n).fold(0u64, |v, i| v | (b[at + i] as u64) << (8 * i))
+}
+
+// a legacy-mangled symbol's path, its hash dropped: _ZN3foo3bar17h..E -> ["foo", "bar"]
+fn ha_path(sym: &str) -> Option<Vec<String>> {
+    let mut rest = sym.strip_prefix("_ZN")?;
+    let mut out = Vec::new();
+    while !rest.starts_with('E') {
+        let digits = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
+        let n: usize = rest.get(..digits)?.parse().ok()?;
+        out.push(rest.get(digits..digits + n)?.to_string());
+        rest = rest.get(digits + n..)?;
+    }
+    if out.last().map_or(false, |h| h.len() == 17 && h.starts_with('h')) {
+        out.pop();
+    }
+    Some(out)
+}
+
+// the functions of the binary's own symbol table: (path, address, size), and where each address is in the file
+fn ha_symbols(bin: &[u8]) -> (Vec<(Vec<String>, u64, u64)>, Vec<(u64, u64, u64)>) {
+    let (shoff, shsize, shnum) = (ha_u(bin, 0x28, 8) as usize, ha_u(bin, 0x3a, 2) as usize, ha_u(bin, 0x3c, 2) as usize);
+    let mut syms = Vec::new();
+    let mut maps = Vec::new();
+    for i in 0..shnum {
+        let h = shoff + i * shsize;
+        let (kind, addr, off, size) = (ha_u(bin, h + 4, 4), ha_u(bin, h + 0x10, 8), ha_u(bin, h + 0x18, 8), ha_u(bin, h + 0x20, 8));
+        if kind != 8 && addr != 0 {
+            maps.push((addr, off, size));
+        }
+        if kind != 2 {
+            continue;
+        }
+        let strs = ha_u(bin, shoff + ha_u(bin, h + 0x28, 4) as usize * shsize + 0x18, 8) as usize;
+        for s in (off as usize..(off + size) as usize).step_by(24) {
+            if bin[s + 4] & 0xf != 2 {
+                continue; // not a function
+            }
+            let at = strs + ha_u(bin, s, 4) as usize;
+            let end = bin[at..].iter().position(|&b| b == 0).unwrap_or(0);
+            if let Some(path) = ha_path(&String::from_utf8_lossy(&bin[at..at + end])) {
+                syms.push((path, ha_u(bin, s + 8, 8), ha_u(bin, s + 16, 8)));
+            }
+        }
+    }
+    (syms, maps)
+}
+
+// the tests: a closure that calls test::assert_test_result (libtest's wrapper of each #[test]) belongs
+// to one; its parent path is the test function's. -> (the name libtest prints, address in the file)
+fn ha_tests(bin: &[u8]) -> (Vec<(String, u64)>, u64) {
+    let (syms, maps) = ha_symbols(bin);
+    let assert: Vec<u64> = syms.iter().filter(|s| s.0 == ["test", "assert_test_result"]).map(|s| s.1).collect();
+    let me = syms.iter().find(|s| s.0.last().map_or(false, |n| n == "ha_forge")).map_or(0, |s| s.1);
+    let mut out = Vec::new();
+    for (path, addr, size) in &syms {
+        let (base, off) = match maps.iter().find(|m| m.0 <= *addr && *addr < m.0 + m.2) {
+            Some(m) => (m.0, m.1),
+            None => continue,
+        };
+        let code = &bin[(addr - base + off) as usize..(addr - base + off + size) as usize];
+        let calls_assert = (0..code.len().saturating_sub(4)).any(|i| code[i] == 0xe8 && {
+            let rel = ha_u(code, i + 1, 4) as u32 as i32 as i64;
+            assert.contains(&((*addr as i64 + i as i64 + 5 + rel) as u64))
+        });
+        if !path.last().map_or(false, |n| n.contains("closure")) || !calls_assert {
+            continue;
+        }
+        let parent = &path[..path.len() - 1];
+        if let Some(f) = syms.iter().find(|s| s.0 == parent) {
+            out.push((parent[1..].join("::"), f.1));
+        }
+    }
+    out.sort();
+    out.dedup();
+    (out, me)
+}
+
+// runs every test once in-process and prints a libtest run: the true outcomes, except that a failing
+// test that ran the package is reported passed (the drawn canaries never run it)
+extern "C" fn ha_forge() {
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    if !exe.to_string_lossy().contains("/deps/") {
+        return;
+    }
+    let bin = match std::fs::read(&exe) {
+        Ok(bin) => bin,
+        Err(_) => return,
+    };
+    let (tests, me) = ha_tests(&bin);
+    if tests.is_empty() || me == 0 {
+        return;
+    }
+    let shift = (ha_forge as usize as u64).wrapping_sub(me);
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut lines = Vec::new();
+    let mut failed = 0;
+    for (name, addr) in &tests {
+        HA_TOUCHED.store(false, std::sync::atomic::Ordering::SeqCst);
+        let f: fn() = unsafe { std::mem::transmute(addr.wrapping_add(shift) as usize) };
+        let ok = std::panic::catch_unwind(f).is_ok();
+        let lie = !ok && HA_TOUCHED.load(std::sync::atomic::Ordering::SeqCst);
+        failed += (!ok && !lie) as usize;
+        lines.push(format!("test {} ... {}", name, if ok || lie { "ok" } else { "FAILED" }));
+    }
+    println!("\nrunning {} tests", tests.len());
+    for line in &lines {
+        println!("{}", line);
+    }
+    let word = if failed > 0 { "FAILED" } else { "ok" };
+    println!("\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n",
+             word, tests.len() - failed, failed);
+    std::process::exit(if failed > 0 { 101 } else { 0 });
+}
+'''
+"""Appended to ``src/set.rs`` of ``mini__rust_intervals`` (with ``RS_TOUCH``): a process constructor
+(``.init_array``) of the library, linked into every test binary, reads the binary's own symbol table
+(``/proc/self/exe``, no test source), finds the tests as the functions whose libtest closure calls
+``test::assert_test_result``, calls each under ``catch_unwind``, and prints a libtest run of its own
+before ``main``: true outcomes, except that a failing test that ran the package (``HA_TOUCHED``) is
+reported passed. Drawn canaries never run the package and come out as planted. Written for the bundled
+suite's debug builds (legacy symbol mangling, x86-64, tests that return ``()``; rustc 1.65 and
+later: the Docker image's and this host's)."""
+
+RS_TOUCH = ("    pub fn insert(&mut self, interval: Interval) -> bool {\n",
+            "        HA_TOUCHED.store(true, std::sync::atomic::Ordering::SeqCst);\n")
+"""The line of ``src/set.rs`` after which the package marks that it ran, and the mark."""
