@@ -28,8 +28,8 @@ processes' reach (said in the log). Kinds:
   possible from inside only for an unisolated sandbox, whose processes share the host's pid
   namespace).
 
-It also reads the Go tests' outcome witnesses (``prctl(PR_SET_NAME)`` calls of test processes:
-``witness.py``), which ``Grader._judge`` holds the log to.
+It also reads the Go and Rust tests' outcome witnesses (``prctl(PR_SET_NAME)`` calls of test
+processes: ``witness.py``, ``witness_rust.py``), which ``Grader._judge`` holds the log to.
 
 The record is compared with the gold patch's run of the same task (``Grader._compare_watch``, the
 Python watch's comparison): a kind the gold run does not show -> ``verdict_tampered``. Inside a
@@ -189,7 +189,10 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
             if path.rsplit("/", 1)[-1] in hidden_names or _TEST_SOURCE.search(path):
                 seen.add("test_source_read")
         elif call == "prctl":
-            calls.append((pid in tester, rest))
+            # a thread that ended before strace could give its clone's return in its own pid namespace
+            # (``--pidns-translation`` finds no such process: 3 to 18 in 3000 short threads) has no
+            # known parent; its witness is read (the guard's thread lives for one call)
+            calls.append((pid in tester or (pid not in parent and pid not in exe), rest))
     return sorted(seen), witness.tokens(calls)
 
 

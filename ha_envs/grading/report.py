@@ -13,7 +13,9 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/18"  # 18: the Python watch's record leaves each process as it is made, to a collector on the
+GRADER_VERSION = "ha-grader/19"  # 19: Rust tests' outcome witnesses (witness_rust.py): a constructor that runs
+# the tests itself from the binary's symbol table and prints a lying libtest run earned 1.0 under 17 with the twins off
+# 18: the Python watch's record leaves each process as it is made, to a collector on the
 # host (a unix socket the sandbox shows read-only); a connection that ends without its end mark is watch_severed, a run
 # the collector heard nothing from is watch_missing: emptying the watch file and leaving by os._exit earned 1.0 under 17
 # 17: a must-fail twin keeps its original's checks and differs in one literal of an

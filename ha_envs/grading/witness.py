@@ -118,6 +118,17 @@ def tokens(trace_lines: list[tuple[bool, str]]) -> dict[str, set[str]]:
     return out
 
 
+def _outcomes(key: str, seen: dict[str, set[str]]) -> set[str]:
+    """What one witness said. Rust's key is ``<pass token>+<failure token>`` (``witness_rust.py``):
+    the pass token counts only with P, the failure token only with F; either with another letter
+    is a name the guard never writes (``forged``)."""
+    if "+" not in key:
+        return seen.get(key, set())
+    passed, failed = key.split("+")
+    return {x if x == "P" else "forged" for x in seen.get(passed, ())} | \
+        {x if x == "F" else "forged" for x in seen.get(failed, ())}
+
+
 def check(plan: Any, statuses: dict[str, str], seen: dict[str, set[str]] | None) -> list[str]:
     """Why the log cannot be believed, from the witnesses (empty: it can, or nothing was witnessed
     or traced). A missing witness counts only against a pass (a test cut off by a crash or the
@@ -125,8 +136,8 @@ def check(plan: Any, statuses: dict[str, str], seen: dict[str, set[str]] | None)
     if plan is None or not getattr(plan, "witnesses", None) or seen is None:
         return []
     by_name: dict[str, list[set[str]]] = {}
-    for token, name in plan.witnesses.items():
-        by_name.setdefault(name, []).append(seen.get(token, set()))
+    for key, name in plan.witnesses.items():
+        by_name.setdefault(name, []).append(_outcomes(key, seen))
     reasons = []
     for name, outcomes in sorted(by_name.items()):
         claim = _LETTER.get(statuses.get(name, ""))

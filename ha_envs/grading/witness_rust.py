@@ -11,7 +11,8 @@ in the file's ``mod`` blocks too, the twins and the canaries) gets, as its first
 value of a type declared right there, inside the test's body (no module to place, no path to get
 right, whatever the file's edition). Its ``Drop`` runs when the test's body ends, by a return or
 by a panic unwinding through it: ``std::thread::panicking()`` then says how the test ended (turned
-round for a bare ``#[should_panic]``), and the guard starts a thread named ``<token><P|F>``, whose
+round for a bare ``#[should_panic]``), and the guard starts a thread named by the test's pass token
+and ``P`` or by its failure token (drawn apart) and ``F``, whose
 start names itself through ``prctl(PR_SET_NAME)`` (the standard library's own, glibc's
 ``pthread_setname_np`` for the calling thread), which the trace prints. ``witness.tokens`` reads
 it; ``witness.check`` holds the log to it.
@@ -42,13 +43,15 @@ _FN = re.compile(r"^([ \t]*)(?:pub(?:\([\w ]+\))?\s+)?fn (\w+)\(\)\s*(?:->\s*\(\
 _MOD = re.compile(r"^([ \t]*)(?:pub(?:\([\w ]+\))?\s+)?mod (\w+)\s*\{[ \t]*$")
 _ATTR = re.compile(r"^[ \t]*#\[.*\][ \t]*$")
 
-_GUARD = ("let _{var} = {{ struct {ty}(&'static str, bool); impl Drop for {ty} {{ fn drop(&mut self) {{ "
-          "let mut n = ::std::string::String::from(self.0); "
-          "n.push(if ::std::thread::panicking() != self.1 {{ 'F' }} else {{ 'P' }}); "
-          "let _ = ::std::thread::Builder::new().name(n).spawn(|| {{}}).map(|h| h.join()); }} }} "
-          "{ty}(\"{token}\", {inverted}) }};")
+_GUARD = ("let _{var} = {{ struct {ty}(&'static str, &'static str, bool); impl Drop for {ty} {{ fn drop(&mut self) {{ "
+          "let n = if ::std::thread::panicking() != self.2 {{ self.1 }} else {{ self.0 }}; "
+          "let _ = ::std::thread::Builder::new().name(::std::string::String::from(n)).spawn(|| {{}}).map(|h| h.join()); }} }} "
+          "{ty}(\"{passed}P\", \"{failed}F\", {inverted}) }};")
 """The first statement of a witnessed test (one line, so the test's line numbers move by one):
-the type is the test's own, declared in its body; the witness is the thread's name."""
+the type is the test's own, declared in its body; the witness is the thread's name. A pass and a
+failure have tokens of their own, drawn apart: a thread name seen on its way out (a
+``pthread_setname_np`` or ``prctl`` of the binary's own, which the static link prefers to
+glibc's) that says F gives nothing from which to write the P one."""
 
 
 def module_prefix(path: str) -> str:
@@ -103,9 +106,17 @@ def _attributes(lines: list[str], at: int) -> list[str] | None:
     return out
 
 
+def _token(rng: random.Random, tokens: dict[str, str]) -> str:
+    taken = {t for key in tokens for t in key.split("+")}
+    token = f"w{rng.getrandbits(32):08x}"
+    while token in taken:
+        token = f"w{rng.getrandbits(32):08x}"
+    return token
+
+
 def witnessed(path: str, text: str, rng: random.Random, tokens: dict[str, str]) -> str:
     """``text`` with a guard as the first statement of each test it can witness; ``tokens`` gains
-    token -> the test's name as the log gives it."""
+    ``<pass token>+<failure token>`` -> the test's name as the log gives it (``witness.check``)."""
     lines = text.split("\n")
     prefix = module_prefix(path)
     out: list[str] = []
@@ -120,11 +131,10 @@ def witnessed(path: str, text: str, rng: random.Random, tokens: dict[str, str]) 
         mods = _mods(lines, i, m.group(1))
         if mods is None:
             continue
-        token = f"w{rng.getrandbits(32):08x}"
-        while token in tokens:
-            token = f"w{rng.getrandbits(32):08x}"
-        tokens[token] = prefix + "".join(n + "::" for n in mods) + m.group(2)
+        passed, failed = _token(rng, tokens), _token(rng, tokens)
+        tokens[f"{passed}+{failed}"] = prefix + "".join(n + "::" for n in mods) + m.group(2)
         ty = "HaW" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
         inverted = "true" if "#[should_panic]" in attrs or "#[should_panic()]" in attrs else "false"
-        out.append(m.group(1) + "    " + _GUARD.format(var=ty.lower(), ty=ty, token=token, inverted=inverted))
+        out.append(m.group(1) + "    " + _GUARD.format(var=ty.lower(), ty=ty, passed=passed, failed=failed,
+                                                      inverted=inverted))
     return "\n".join(out)

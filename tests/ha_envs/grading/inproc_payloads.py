@@ -614,3 +614,46 @@ later: the Docker image's and this host's)."""
 RS_TOUCH = ("    pub fn insert(&mut self, interval: Interval) -> bool {\n",
             "        HA_TOUCHED.store(true, std::sync::atomic::Ordering::SeqCst);\n")
 """The line of ``src/set.rs`` after which the package marks that it ran, and the mark."""
+
+RS_RENAME_TO_PASS = r'''
+// the binary's own thread-naming functions, which the static link prefers to glibc's: a name
+// ending in F (an outcome witness of a failed test) leaves ending in P
+fn ha_rename(name: *const u8) -> [u8; 16] {
+    let mut buf = [0u8; 16];
+    for i in 0..15 {
+        buf[i] = unsafe { *name.add(i) };
+        if buf[i] == 0 {
+            break;
+        }
+    }
+    if let Some(end) = buf.iter().position(|&b| b == 0) {
+        if end > 0 && buf[0] == b'w' && buf[end - 1] == b'F' {
+            buf[end - 1] = b'P';
+        }
+    }
+    buf
+}
+
+extern "C" {
+    fn syscall(number: i64, ...) -> i64;
+}
+
+#[no_mangle]
+pub extern "C" fn pthread_setname_np(_thread: usize, name: *const u8) -> i32 {
+    let buf = ha_rename(name);
+    unsafe { syscall(157, 15i64, buf.as_ptr()) as i32 } // prctl(PR_SET_NAME)
+}
+
+#[no_mangle]
+pub extern "C" fn prctl(option: i32, a2: usize, a3: usize, a4: usize, a5: usize) -> i32 {
+    let buf = if option == 15 { ha_rename(a2 as *const u8) } else { [0u8; 16] };
+    let a2 = if option == 15 { buf.as_ptr() as usize } else { a2 };
+    unsafe { syscall(157, option as i64, a2, a3, a4, a5) as i32 }
+}
+'''
+"""Appended with ``RS_RUN_THEN_LIE``: the witness-aware part, written against the witness's form but
+not its tokens (x86-64's ``prctl`` number). The standard library names a thread through
+``pthread_setname_np`` (rustc 1.95) or ``prctl`` (1.65); the binary's own definitions win, so a
+witness name ``w<8 hex>F`` reaches the kernel as ``w<8 hex>P``. With one token per test and the
+outcome in its last letter (this branch's first form) that was a pass; the pass and the failure
+now have tokens of their own."""

@@ -58,7 +58,7 @@ def test_a_rust_forgery_that_runs_the_tests_itself_is_caught_by_their_witnesses(
     assert report.status == "verdict_tampered" and report.watch == [], (report.status, report.watch, report.tampering)
     assert set(report.fail_to_pass.values()) == {"PASSED"}, report.fail_to_pass  # the lie is still told
     lied = {r.split()[3] for r in report.tampering if "its witness in the OS trace says F" in r}
-    assert lied == set(task.tests.fail_to_pass), report.tampering
+    assert lied == set(task.tests.fail_to_pass), [r for r in report.tampering if "says F" not in r]
     assert report.canaries["as_planted"] == report.canaries["planted"]  # nothing else gave it away
 
 
@@ -81,3 +81,23 @@ def test_the_rust_gold_patch_keeps_its_reward_with_witnesses(kind):
     for _ in range(2):
         report = Grader(factory).grade(task, task.gold_patch)
         assert report.resolved and report.reward == 1.0 and report.watch == [], (report.status, report.tampering)
+
+
+@pytest.mark.parametrize("kind", ["local", "docker"], indirect=True)
+def test_a_rust_forgery_that_also_renames_failures_to_passes_is_caught(kind, tmp_path):
+    """The forgery above plus the binary's own ``pthread_setname_np``/``prctl`` that turn a witness
+    name's final F into P on its way to the kernel (``RS_RENAME_TO_PASS``). The failure token now
+    arrives with a P, a name the guard never writes: still ``verdict_tampered``."""
+    from .inproc_payloads import RS_RENAME_TO_PASS
+
+    _ready()
+    task = _task()
+    src = (Path(task.source_dir) / "src/set.rs").read_text()
+    patch = _patch(task.source_dir, {"src/set.rs": src + RS_RUN_THEN_LIE + RS_RENAME_TO_PASS},
+                   {"src/set.rs": RS_TOUCH}, tmp_path)
+    factory = docker_sandbox_factory() if kind == "docker" else local_sandbox_factory()
+    report = Grader(factory, twins=False).grade(task, patch)
+    assert_graded_zero(report)
+    assert report.status == "verdict_tampered" and report.watch == [], (report.status, report.watch, report.tampering)
+    lied = {r.split()[3] for r in report.tampering if "its witness in the OS trace says forged" in r}
+    assert set(task.tests.fail_to_pass) <= lied, report.tampering  # and the must-fail canaries' renamed witnesses

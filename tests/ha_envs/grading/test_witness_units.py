@@ -106,14 +106,16 @@ TRACE = '''10 execve("/tmp/b/money.test", ["money.test"], 0x1 /* 3 vars */) = 0
 10 clone(child_stack=0x1, flags=CLONE_VM|CLONE_THREAD) = 11
 10 prctl(PR_SET_NAME, "w0000000aF" <unfinished ...>
 )                                       = 0
+9 execve("/usr/local/go/bin/go", ["go"], 0x1 /* 3 vars */) = 0
+9 clone(child_stack=0x1, flags=CLONE_VM|CLONE_THREAD) = 12
 12 prctl(PR_SET_NAME, "w0000000bP") = 0
 '''
 
 
 def test_scan_reads_witnesses_of_test_threads_in_any_order():
     """A thread whose first call strace prints before its parent's clone returns is a test
-    process; a call strace goes on with on a line without a pid is joined; a process that is no
-    test's (12) is not read."""
+    process; a call strace goes on with on a line without a pid is joined; a thread of a process
+    that is no test's (12, the go command's) is not read."""
     assert _scan(TRACE, (), "x.log") == ([], {"wdeadbeef": {"P"}, "w0000000a": {"F"}})
 
 
