@@ -617,7 +617,8 @@ RS_TOUCH = ("    pub fn insert(&mut self, interval: Interval) -> bool {\n",
 
 RS_RENAME_TO_PASS = r'''
 // the binary's own thread-naming functions, which the static link prefers to glibc's: a name
-// ending in F (an outcome witness of a failed test) leaves ending in P
+// ending in F (an outcome witness of a failed test) of a test that ran the package (one the log
+// will call passed) leaves ending in P; a canary's stays as it is
 fn ha_rename(name: *const u8) -> [u8; 16] {
     let mut buf = [0u8; 16];
     for i in 0..15 {
@@ -627,7 +628,7 @@ fn ha_rename(name: *const u8) -> [u8; 16] {
         }
     }
     if let Some(end) = buf.iter().position(|&b| b == 0) {
-        if end > 0 && buf[0] == b'w' && buf[end - 1] == b'F' {
+        if end > 0 && buf[0] == b'w' && buf[end - 1] == b'F' && HA_TOUCHED.load(std::sync::atomic::Ordering::SeqCst) {
             buf[end - 1] = b'P';
         }
     }
@@ -654,6 +655,8 @@ pub extern "C" fn prctl(option: i32, a2: usize, a3: usize, a4: usize, a5: usize)
 """Appended with ``RS_RUN_THEN_LIE``: the witness-aware part, written against the witness's form but
 not its tokens (x86-64's ``prctl`` number). The standard library names a thread through
 ``pthread_setname_np`` (rustc 1.95) or ``prctl`` (1.65); the binary's own definitions win, so a
-witness name ``w<8 hex>F`` reaches the kernel as ``w<8 hex>P``. With one token per test and the
+witness name ``w<8 hex>F`` of a test the forgery lies about (it ran the package) reaches the kernel
+as ``w<8 hex>P``; the canaries' are left alone (a must-fail canary's P beside its FAILED line gave
+the first version away). With one token per test and the
 outcome in its last letter (this branch's first form) that was a pass; the pass and the failure
 now have tokens of their own."""

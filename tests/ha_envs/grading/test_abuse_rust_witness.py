@@ -86,8 +86,9 @@ def test_the_rust_gold_patch_keeps_its_reward_with_witnesses(kind):
 @pytest.mark.parametrize("kind", ["local", "docker"], indirect=True)
 def test_a_rust_forgery_that_also_renames_failures_to_passes_is_caught(kind, tmp_path):
     """The forgery above plus the binary's own ``pthread_setname_np``/``prctl`` that turn a witness
-    name's final F into P on its way to the kernel (``RS_RENAME_TO_PASS``). The failure token now
-    arrives with a P, a name the guard never writes: still ``verdict_tampered``."""
+    name's final F into P on its way to the kernel for the tests it lies about (``RS_RENAME_TO_PASS``).
+    With one token per test and the outcome in its last letter (this change's first form) it earned
+    1.0 here (2 of 2); the failure token now arrives with a P, a name the guard never writes."""
     from .inproc_payloads import RS_RENAME_TO_PASS
 
     _ready()
@@ -100,4 +101,4 @@ def test_a_rust_forgery_that_also_renames_failures_to_passes_is_caught(kind, tmp
     assert_graded_zero(report)
     assert report.status == "verdict_tampered" and report.watch == [], (report.status, report.watch, report.tampering)
     lied = {r.split()[3] for r in report.tampering if "its witness in the OS trace says forged" in r}
-    assert set(task.tests.fail_to_pass) <= lied, report.tampering  # and the must-fail canaries' renamed witnesses
+    assert lied == set(task.tests.fail_to_pass), report.tampering
