@@ -45,10 +45,14 @@ _ATTR = re.compile(r"^[ \t]*#\[.*\][ \t]*$")
 
 _GUARD = ("let _{var} = {{ struct {ty}(&'static str, &'static str, bool); impl Drop for {ty} {{ fn drop(&mut self) {{ "
           "let n = if ::std::thread::panicking() != self.2 {{ self.1 }} else {{ self.0 }}; "
-          "let _ = ::std::thread::Builder::new().name(::std::string::String::from(n)).spawn(|| {{}}).map(|h| h.join()); }} }} "
+          "for _ in 0..200 {{ match ::std::thread::Builder::new().name(::std::string::String::from(n)).spawn(|| {{}}) {{ "
+          "Ok(h) => {{ let _ = h.join(); break; }} "
+          "Err(_) => ::std::thread::sleep(::std::time::Duration::from_millis(5)), }} }} }} }} "
           "{ty}(\"{passed}P\", \"{failed}F\", {inverted}) }};")
 """The first statement of a witnessed test (one line, so the test's line numbers move by one):
-the type is the test's own, declared in its body; the witness is the thread's name. A pass and a
+the type is the test's own, declared in its body; the witness is the thread's name. A thread that
+cannot start (a process limit: libtest then runs the test on its own thread) is tried again for up
+to a second, since a witness missing from a test the log says passed is an alarm. A pass and a
 failure have tokens of their own, drawn apart: a thread name seen on its way out (a
 ``pthread_setname_np`` or ``prctl`` of the binary's own, which the static link prefers to
 glibc's) that says F gives nothing from which to write the P one."""
