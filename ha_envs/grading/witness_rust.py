@@ -12,10 +12,10 @@ value of a type declared right there, inside the test's body (no module to place
 right, whatever the file's edition). Its ``Drop`` runs when the test's body ends, by a return or
 by a panic unwinding through it: ``std::thread::panicking()`` then says how the test ended (turned
 round for a bare ``#[should_panic]``), and the guard starts a thread named by the test's pass token
-and ``P`` or by its failure token (drawn apart) and ``F``, whose
-start names itself through ``prctl(PR_SET_NAME)`` (the standard library's own, glibc's
-``pthread_setname_np`` for the calling thread), which the trace prints. ``witness.tokens`` reads
-it; ``witness.check`` holds the log to it.
+and ``P`` or by its failure token (drawn apart) and ``F``, which names itself at its start through
+``prctl(PR_SET_NAME)`` (the standard library's own naming; glibc's ``pthread_setname_np`` for the
+calling thread), which the trace prints. ``witness.tokens`` reads it; ``witness.check`` holds the
+log to it (a failure token with a P is ``forged``: a thread name rewritten on its way out).
 
 Why a thread and not ``prctl`` through an ``extern "C"`` declaration: a declaration needs
 ``unsafe`` to call, which a crate's ``#![forbid(unsafe_code)]`` (common in ``lib.rs``, which
@@ -28,8 +28,11 @@ Not witnessed (the log is believed there, canaries and twins aside): tests that 
 body would change how ``?`` and ``return`` read), ``#[should_panic(expected = ...)]`` (a panic with
 another message fails, which the guard cannot tell), tests whose signature is not one line ended
 by ``{``, tests whose attributes span lines, tests nested in anything but ``mod`` blocks, a body
-that opens with inner attributes, and builds with ``panic = "abort"`` (a failing test leaves no
-witness, which counts only against a test the log says passed, as it should). An ignored test
+that opens with inner attributes, a file that says ``#![no_std]`` (a ``no_std`` crate whose other
+files host the canaries and has no ``std`` under test does not build with the guard: all its tests
+fail, which costs the gold patch its reward and shows in validation), and builds with
+``panic = "abort"`` (a failing test leaves no witness, which counts only against a test the log
+says passed, as it should). An ignored test
 does not run and leaves none; one the log says ignored is not held to anything.
 """
 
@@ -121,6 +124,8 @@ def _token(rng: random.Random, tokens: dict[str, str]) -> str:
 def witnessed(path: str, text: str, rng: random.Random, tokens: dict[str, str]) -> str:
     """``text`` with a guard as the first statement of each test it can witness; ``tokens`` gains
     ``<pass token>+<failure token>`` -> the test's name as the log gives it (``witness.check``)."""
+    if re.search(r"^[ \t]*#!\[no_std\]", text, re.M):
+        return text  # the guard names ``::std``
     lines = text.split("\n")
     prefix = module_prefix(path)
     out: list[str] = []

@@ -113,6 +113,7 @@ def test_module_prefix_follows_cargos_layout(path, prefix):
     "fn helper() {\n    #[test]\n    fn inner() {\n    }\n}\n",           # inside a function: no test name
     "#[test]\nfn inner_attrs() {\n    #![allow(unused)]\n}\n",             # inner attributes open the body
     "#[bench]\nfn not_a_test() {\n}\n",
+    "#![no_std]\n#[test]\nfn in_a_no_std_crate() {\n}\n",               # the guard names ::std
 ])
 def test_what_is_not_witnessed(text):
     tokens: dict[str, str] = {}
