@@ -48,7 +48,8 @@ _ATTR = re.compile(r"^[ \t]*#\[.*\][ \t]*$")
 
 _GUARD = ("let _{var} = {{ struct {ty}(&'static str, &'static str, bool); impl Drop for {ty} {{ fn drop(&mut self) {{ "
           "let n = if ::std::thread::panicking() != self.2 {{ self.1 }} else {{ self.0 }}; "
-          "for _ in 0..200 {{ match ::std::thread::Builder::new().name(::std::string::String::from(n)).spawn(|| {{}}) {{ "
+          "for _ in 0..200 {{ "
+          "match ::std::thread::Builder::new().name(::std::string::String::from(n)).spawn(|| {{}}) {{ "
           "Ok(h) => {{ let _ = h.join(); break; }} "
           "Err(_) => ::std::thread::sleep(::std::time::Duration::from_millis(5)), }} }} }} }} "
           "{ty}(\"{passed}P\", \"{failed}F\", {inverted}) }};")
