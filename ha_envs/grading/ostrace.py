@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Any
+from typing import Any, Iterator
 
 from ..sandbox.hosttrace import HostTrace, TraceSpec
 from ..sandbox.shell import ansi_c_quote
@@ -64,6 +64,9 @@ _COMMANDS = re.compile(r"\bgo\s+test\b|\bcargo\s+(?:\+\S+\s+)?test\b|\bnode\s+.*
 _TEST_BINARY = re.compile(r"\.test$|/target/(?:[^/]+/)*deps/[^/]+-[0-9a-f]{16}$")
 _TEST_SOURCE = re.compile(r"(?:_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?)$|(?:^|/)tests/.*\.rs$")
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
+_ABANDONED = re.compile(r"^\d+\s+\?\?\?\((\d+\s.*)$")
+_FORM = re.compile(r"^(?:\w+\(|<\.\.\. \w+ resumed>|--- |\+\+\+ )")
+"""How each line strace writes begins after its pid: a call, a resumed call, a signal, an exit."""
 _CALL = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+|\?)(?:\s+/\* (\d+) in strace's PID NS \*/)?")
 """A call and what it returned; a pid returned in a pid namespace of its own (a sandbox traced from
 the host, ``--pidns-translation``) is read as the tracer's number for it, the one its lines carry."""
@@ -83,13 +86,25 @@ def wrap(command: str, trace: str) -> str:
             f"-o {ansi_c_quote(trace)} -- bash -c {inner}; else bash -c {inner}; fi")
 
 
+def _unglued(raws: list[str]) -> Iterator[str]:
+    """The lines, with strace's ``PID ???(`` (a call it began to print and abandoned, its next line
+    written straight after it: seen in Go builds) split from the line glued to it."""
+    for raw in raws:
+        while True:
+            m = _ABANDONED.match(raw)
+            if m is None:
+                break
+            raw = m.group(1)
+        yield raw
+
+
 def _joined(text: str) -> list[tuple[int, str]]:
     """(pid, ``call(args) = ret``) with strace's ``<unfinished ...>``/``<... resumed>`` halves joined,
     and a cut call that strace goes on with on the next line, without a pid, joined to it."""
     pending: dict[int, str] = {}
     out = []
     last: int | None = None  # the pid of the line before, when it was cut off
-    for raw in text.splitlines():
+    for raw in _unglued(text.splitlines()):
         m = _LINE.match(raw)
         if not m:
             if last is not None and last in pending:  # strace goes on with the cut call on a line without a pid
@@ -100,13 +115,21 @@ def _joined(text: str) -> list[tuple[int, str]]:
             continue
         pid, rest = int(m.group(1)), m.group(2)
         last = None
+        if not _FORM.match(rest):
+            out.append((-1, raw))  # no form strace writes (text glued onto the front of one of its lines)
+            continue
         if rest.endswith("<unfinished ...>"):
+            if pid in pending:  # strace resumes a call before it leaves another: one of the two is not its
+                out.append((-1, raw))
             pending[pid] = rest[:-len("<unfinished ...>")].rstrip()
             last = pid
             continue
-        resumed = re.match(r"^<\.\.\. \w+ resumed>\s?(.*)$", rest)
+        resumed = re.match(r"^<\.\.\. (\w+) resumed>\s?(.*)$", rest)
         if resumed:
-            rest = pending.pop(pid, "") + resumed.group(1)
+            head = pending.pop(pid, "")
+            if head and not head.startswith(resumed.group(1) + "("):  # the resumed call is not the one left
+                out.append((-1, raw))
+            rest = head + resumed.group(2)
         out.append((pid, rest))
     return out
 
@@ -135,7 +158,8 @@ def _parents(lines: list[tuple[int, str]]) -> dict[int, int]:
         m = _CALL.match(rest)
         ret = m.group(4) or m.group(3) if m else ""
         if m and m.group(1) in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
-            out.setdefault(int(ret), pid)
+            if out.setdefault(int(ret), pid) != pid:
+                out[-1] = -1  # a child two processes claim: a line appended to the trace (``_scan``: garbled)
     return out
 
 
@@ -154,6 +178,8 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
     calls: list[tuple[bool, str]] = []
     lines = _joined(text)
     parent = _parents(lines)
+    if -1 in parent:
+        seen.add("trace_garbled")
     for pid, rest in lines:
         if pid < 0 or "\0" in rest:
             seen.add("trace_garbled")
@@ -202,6 +228,8 @@ def host_trace_spec(task: Task) -> TraceSpec | None:
 def trace_from(ev: Evidence) -> str:
     """Where the run's OS-level trace was taken (``GradeReport.trace_from``); "" when none was."""
     if ev.host_trace is not None:
+        if ev.host_trace.origin != "host":
+            return ev.host_trace.origin  # "docker stream": out of the container as strace wrote it
         return "host, within reach" if ev.host_trace.reachable else "host"
     return "sandbox, within reach" if ev.witnesses is not None else ""
 

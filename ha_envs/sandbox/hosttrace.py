@@ -54,6 +54,9 @@ class HostTrace:
     is not in ``text``."""
     reachable: bool = False
     """The traced processes could reach the tracer and its file (an unisolated sandbox)."""
+    origin: str = "host"
+    """Where it was taken: "host" (a host strace's file, above), or "docker stream" (a strace in a
+    grading container writing to the exec's stream, ``dockertrace.py``)."""
 
 
 def strace_binary() -> str | None:
