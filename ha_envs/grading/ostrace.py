@@ -228,8 +228,8 @@ def host_trace_spec(task: Task) -> TraceSpec | None:
 def trace_from(ev: Evidence) -> str:
     """Where the run's OS-level trace was taken (``GradeReport.trace_from``); "" when none was."""
     if ev.host_trace is not None:
-        if ev.host_trace.origin != "host":
-            return ev.host_trace.origin  # "docker stream": out of the container as strace wrote it
+        if ev.host_trace.origin != "host":  # "docker stream": out of the container as strace wrote it
+            return ev.host_trace.origin + (", within reach" if ev.host_trace.reachable else "")
         return "host, within reach" if ev.host_trace.reachable else "host"
     return "sandbox, within reach" if ev.witnesses is not None else ""
 

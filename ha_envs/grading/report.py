@@ -13,7 +13,11 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/17"  # 17: a must-fail twin keeps its original's checks and differs in one literal of an
+GRADER_VERSION = "ha-grader/18"  # 18: Docker: the OS trace leaves the container on the exec's stream (strace in an
+# exec of its own, sandbox/dockertrace.py), not a file there: the well-formed rewrite earned 1.0 in Docker under 17
+# (canaries off); strace's exit status from the daemon (a killed tracer is tracer_lost); appended lines that would
+# join with or re-parent strace's own are trace_garbled; trace_from "docker stream"
+# 17: a must-fail twin keeps its original's checks and differs in one literal of an
 # expected value (a check turned round only where none can change, canaries.twins_turned), placed before or after its
 # original as drawn: a JS forgery that failed only the test with the negated check earned 1.0 under 16
 # 16: the OS trace of Go/Rust/JavaScript runs in the local sandbox taken by the

@@ -350,8 +350,9 @@ class DockerSandbox:
         the exec's stderr stream as it is written (``dockertrace.py``), never a file in the container.
         TraceUnavailable (nothing ran) without the tracer (a host without strace, not a grading
         container) or when strace cannot trace here."""
-        from .tracer import TRACER_DIR, tracer_files
+        from .tracer import NODUMP, TRACER_DIR, tracer_files
 
+        nodump = NODUMP in tracer_files().values()
         if self.role != "grader" or not tracer_files():
             raise TraceUnavailable("this container has no tracer mounted (a grading container on a host with strace)")
         if self.closed:
@@ -366,7 +367,7 @@ class DockerSandbox:
         api = self.client.api
         try:
             exec_id = retrying(lambda: api.exec_create(
-                self.container.id, dockertrace.traced_argv(TRACER_DIR, spec, command, ticks), stdout=True,
+                self.container.id, dockertrace.traced_argv(TRACER_DIR, spec, command, ticks, nodump), stdout=True,
                 stderr=True, stdin=False, tty=False, user="0", workdir=self.workdir, environment=_ENV))["Id"]
             reader = read.start(api.exec_start(exec_id, stream=True, demux=True))
         except Exception as exc:  # noqa: BLE001
@@ -378,7 +379,7 @@ class DockerSandbox:
             reader.join(30)
         if read.error is not None:
             raise SandboxError(f"the traced run's stream broke: {read.error}")
-        status, trace = dockertrace.finish(read, self._exec_exit_code(exec_id), timed_out)
+        status, trace = dockertrace.finish(read, self._exec_exit_code(exec_id), timed_out, nodump)
         read.out.exit_code, read.out.timed_out = status, timed_out
         notes = ["the tracer ended before the command did (its exec exited "
                  f"{status})"] if trace.lost else []
