@@ -7,9 +7,12 @@ after the run (``record``). Where the sandbox can (``run_traced``: the local san
 shells start as children of the host's strace, ``host_trace_spec``), the tracer is the host's,
 outside the sandbox's namespaces, writing to a host file the sandbox does not hold
 (``sandbox/hosttrace.py``): the test processes can neither rewrite the trace nor signal the tracer.
-Elsewhere (a Docker container, a host without strace) the command runs under ``strace -f
---seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading copy, within the test
-processes' reach (said in the log). Kinds:
+In a Docker grading container the tracer is strace inside the container, in an exec of its own,
+writing to the exec's stream, which leaves the container as it is written (``sandbox/dockertrace.py``:
+the test processes cannot rewrite it; strace is non-dumpable, so they cannot read or write its pipe;
+a killed strace shows in the exec's status). Elsewhere (a host without strace) the command runs under
+``strace -f --seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading copy,
+within the test processes' reach (said in the log). Kinds:
 
 - ``spawn:<program>``: a program started by a *test process* (a Go ``*.test`` binary, a Rust test
   binary under ``target/*/deps/``, node, and everything they start); ``spawn:test-binary`` when a
@@ -36,8 +39,8 @@ Python watch's comparison): a kind the gold run does not show -> ``verdict_tampe
 Docker grading container the tracer is the host's ``strace``, with its own loader and libraries,
 read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image needs it.
 Where no strace works, the command runs as it is and the run is unwatched (``watch`` None). Limits
-(``docs/security.md``): the Docker sandbox's trace is still a file in the grading copy, which the
-code under test can find and rewrite; system calls not in ``TRACED`` (an ``io_uring`` open, say)
+(``docs/security.md``): the fallback's trace is a file in the grading copy, which the code under
+test can find and rewrite; system calls not in ``TRACED`` (an ``io_uring`` open, say)
 are not seen either way; node's own
 runner spawns node processes, wires their fds and reads the test files, so for node only programs
 other than node and the files' readers beyond them can differ from the gold run.
