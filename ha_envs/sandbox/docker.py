@@ -372,18 +372,34 @@ class DockerSandbox:
             reader = read.start(api.exec_start(exec_id, stream=True, demux=True))
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"docker exec failed: {exc}") from exc
-        reader.join(timeout)
-        timed_out = reader.is_alive()
-        if timed_out:  # strace and all it traces started after ``ticks``: the stream then ends
+        disk = self._disk_watch()
+        read.out.stopped = self._watch_traced(reader, timeout, disk)
+        timed_out = reader.is_alive() and not read.out.stopped
+        if reader.is_alive() or read.out.stopped:  # strace and all it traces started after ``ticks``
             self._kill_since(ticks)
             reader.join(30)
         if read.error is not None:
             raise SandboxError(f"the traced run's stream broke: {read.error}")
-        status, trace = dockertrace.finish(read, self._exec_exit_code(exec_id), timed_out, nodump)
+        status, trace = dockertrace.finish(read, self._exec_exit_code(exec_id), timed_out or bool(read.out.stopped),
+                                           nodump)  # ended by this host (time, disk): not the tracer's loss
         read.out.exit_code, read.out.timed_out = status, timed_out
         notes = ["the tracer ended before the command did (its exec exited "
                  f"{status})"] if trace.lost else []
+        over = disk.check() if disk is not None and not read.out.stopped else None
+        notes += [over] if over else []  # over the quota by the end, as ``run`` says it
         return to_result(read.out, timeout, time.monotonic() - t0, notes), trace
+
+    @staticmethod
+    def _watch_traced(reader: threading.Thread, timeout: float, disk: DiskWatch | None) -> str:
+        """Wait for the traced exec's stream to end, up to ``timeout``, polling the disk quota as
+        ``run`` does: the reason it was exceeded, '' when it was not."""
+        deadline = time.monotonic() + timeout
+        while reader.is_alive() and time.monotonic() < deadline:
+            reader.join(min(0.5, max(deadline - time.monotonic(), 0)))
+            over = disk.check() if disk is not None and reader.is_alive() else None
+            if over:
+                return over
+        return ""
 
     def _exec_exit_code(self, exec_id: str) -> int | None:
         """The exec's exit status as the daemon tells it (the stream can end a moment before)."""

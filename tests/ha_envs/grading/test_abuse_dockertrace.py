@@ -229,3 +229,21 @@ def test_the_trailer_is_cut_from_the_log():
     read = _read(b"ok  \texample.com/x\t0.01s\n\nHA_TRACED_RC 0\n", b"5 execve() = 0\n")
     dockertrace.finish(read, 0, False)
     assert bytes(read.out.head) == b"ok  \texample.com/x\t0.01s\n" and read.out.total == len(read.out.head)
+
+
+def test_the_disk_quota_stops_a_traced_run_too():
+    """The traced exec is held to the work copy's quota as ``run`` is: polled while it runs (a
+    writer past it is killed) and measured at its end; said in a note either way, and a tracer
+    killed for it is the host's doing (no ``lost``)."""
+    from ha_envs.grading.ostrace import TRACED
+    from ha_envs.sandbox.docker import DockerSandbox, DockerSandboxConfig
+
+    task = _go()
+    sandbox = DockerSandbox(task, DockerSandboxConfig(warm=0, disk_bytes=64 << 20), role="grader")
+    try:
+        writer = "for i in $(seq 40); do head -c 8000000 /dev/zero > f$i.bin; sleep 0.2; done; echo finished"
+        res, trace = sandbox.run_traced(writer, TraceSpec(TRACED), timeout=120)
+    finally:
+        sandbox.close()
+    assert any("disk quota (64 MiB) exceeded" in n for n in res.notes), (res.notes, res.output)
+    assert "finished" not in res.output and not trace.lost and not res.timed_out, res  # killed on the way
