@@ -140,9 +140,11 @@ class GradeReport:
     Python before 3.8)."""
     trace_from: str = ""
     """Where the OS-level trace of a Go, Rust or JavaScript run was taken (``ostrace.py``): ``host``
-    (out of the test processes' reach), ``host, within reach`` (an unisolated sandbox), ``sandbox,
-    within reach`` (a file in the grading copy: Docker, or a host whose strace cannot attach); empty
-    when the run had no OS-level trace."""
+    (out of the test processes' reach), ``host, within reach`` (an unisolated sandbox), ``docker
+    stream`` (strace in the grading container, non-dumpable, its trace carried out by the exec's
+    stream: ``sandbox/dockertrace.py``), ``docker stream, within reach`` (the same without
+    ``nodump.so``: its pipe can be read and written from inside), ``sandbox, within reach`` (a file in
+    the grading copy: the fallback where neither can be taken); empty when the run had no OS-level trace."""
     watch_reference: list[str] | None = None
     """The gold patch's run of the same task, seen the same way: compared with ``watch`` when the
     run would resolve and the watch saw anything (kinds the gold run lacks -> ``verdict_tampered``)."""
