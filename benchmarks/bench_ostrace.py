@@ -11,6 +11,13 @@ medians, the ratios to plain, the host trace's size and the kinds ``ostrace.reco
 (the gold run's; nothing but node's runner expected).
 
     python benchmarks/bench_ostrace.py [--n 5]
+    python benchmarks/bench_ostrace.py --docker [--n 3]
+
+``--docker``: whole gradings of each task's gold patch in Docker (``docker_sandbox_factory``), ``--n``
+times each way, alternating: the trace a file in the grading container (grader 17: ``ostrace.wrap``
+through the persistent shell; ``DockerSandbox.run_traced`` made unavailable) and the trace read from
+the exec's stream (grader 18: ``sandbox/dockertrace.py``). Reported: median grading seconds, the
+ratio, and each way's verdicts and alarms (every grading must be resolved with none).
 """
 
 from __future__ import annotations
@@ -48,11 +55,50 @@ def timed(run) -> float:
     return time.perf_counter() - t0
 
 
+def docker_main(n: int) -> None:
+    """Gold gradings in Docker, the trace in the container (old) against the exec's stream (new)."""
+    from ha_envs.grading.grader import Grader
+    from ha_envs.grading.sandboxes import docker_sandbox_factory
+    from ha_envs.loaders import load_suite
+    from ha_envs.sandbox.docker import DockerSandbox
+    from ha_envs.sandbox.hosttrace import TraceUnavailable
+
+    stream = DockerSandbox.run_traced
+
+    def in_container(self, *a, **k):
+        raise TraceUnavailable("benchmark: the trace as a file in the container")
+
+    print(f"# gold gradings in Docker, trace in the container vs. from the exec's stream; median of {n}; "
+          f"{os.cpu_count()} cores")
+    print("| task | in container s | stream s | stream / in container | verdicts (in container; stream) |")
+    print("|---|---|---|---|---|")
+    for task in load_suite("mini"):
+        if task.language == "python":
+            continue
+        times: dict[str, list[float]] = {"old": [], "new": []}
+        seen: dict[str, set[str]] = {"old": set(), "new": set()}
+        Grader(docker_sandbox_factory()).grade(task, task.gold_patch)  # images built, caches warm
+        for _ in range(n):
+            for way in ("old", "new"):
+                DockerSandbox.run_traced = stream if way == "new" else in_container  # type: ignore[method-assign]
+                t0 = time.perf_counter()
+                r = Grader(docker_sandbox_factory()).grade(task, task.gold_patch)  # fresh: gold reference included
+                times[way].append(time.perf_counter() - t0)
+                seen[way].add(f"{r.status}/{r.trace_from}" + (f"/{r.tampering}" if r.tampering else ""))
+        DockerSandbox.run_traced = stream  # type: ignore[method-assign]
+        o, w = statistics.median(times["old"]), statistics.median(times["new"])
+        print(f"| {task.instance_id} | {o:.2f} | {w:.2f} | {w / o:.2f} | {', '.join(sorted(seen['old']))}; "
+              f"{', '.join(sorted(seen['new']))} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--docker", action="store_true", help="whole gold gradings in Docker, old trace path vs. new")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
+    if args.docker:
+        return docker_main(args.n)
     from ha_envs.grading.ostrace import TRACED, record, wrap
     from ha_envs.loaders import load_suite
     from ha_envs.sandbox.hosttrace import TraceSpec

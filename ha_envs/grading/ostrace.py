@@ -7,9 +7,12 @@ after the run (``record``). Where the sandbox can (``run_traced``: the local san
 shells start as children of the host's strace, ``host_trace_spec``), the tracer is the host's,
 outside the sandbox's namespaces, writing to a host file the sandbox does not hold
 (``sandbox/hosttrace.py``): the test processes can neither rewrite the trace nor signal the tracer.
-Elsewhere (a Docker container, a host without strace) the command runs under ``strace -f
---seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading copy, within the test
-processes' reach (said in the log). Kinds:
+In a Docker grading container the tracer is strace inside the container, in an exec of its own,
+writing to the exec's stream, which leaves the container as it is written (``sandbox/dockertrace.py``:
+the test processes cannot rewrite it; strace is non-dumpable, so they cannot read or write its pipe;
+a killed strace shows in the exec's status). Elsewhere (a host without strace) the command runs under
+``strace -f --seccomp-bpf`` inside the sandbox (``wrap``), its trace a file in the grading copy,
+within the test processes' reach (said in the log). Kinds:
 
 - ``spawn:<program>``: a program started by a *test process* (a Go ``*.test`` binary, a Rust test
   binary under ``target/*/deps/``, node, and everything they start); ``spawn:test-binary`` when a
@@ -36,8 +39,8 @@ Python watch's comparison): a kind the gold run does not show -> ``verdict_tampe
 Docker grading container the tracer is the host's ``strace``, with its own loader and libraries,
 read-only at ``TRACER_DIR`` (``sandbox/tracer.py``, ``sandbox/docker.py``), so no image needs it.
 Where no strace works, the command runs as it is and the run is unwatched (``watch`` None). Limits
-(``docs/security.md``): the Docker sandbox's trace is still a file in the grading copy, which the
-code under test can find and rewrite; system calls not in ``TRACED`` (an ``io_uring`` open, say)
+(``docs/security.md``): the fallback's trace is a file in the grading copy, which the code under
+test can find and rewrite; system calls not in ``TRACED`` (an ``io_uring`` open, say)
 are not seen either way; node's own
 runner spawns node processes, wires their fds and reads the test files, so for node only programs
 other than node and the files' readers beyond them can differ from the gold run.
@@ -47,7 +50,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Any
+from typing import Any, Iterator
 
 from ..sandbox.hosttrace import HostTrace, TraceSpec
 from ..sandbox.shell import ansi_c_quote
@@ -64,6 +67,9 @@ _COMMANDS = re.compile(r"\bgo\s+test\b|\bcargo\s+(?:\+\S+\s+)?test\b|\bnode\s+.*
 _TEST_BINARY = re.compile(r"\.test$|/target/(?:[^/]+/)*deps/[^/]+-[0-9a-f]{16}$")
 _TEST_SOURCE = re.compile(r"(?:_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?)$|(?:^|/)tests/.*\.rs$")
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
+_ABANDONED = re.compile(r"^\d+\s+\?\?\?\((\d+\s.*)$")
+_FORM = re.compile(r"^(?:\w+\(|<\.\.\. \w+ resumed>|--- |\+\+\+ )")
+"""How each line strace writes begins after its pid: a call, a resumed call, a signal, an exit."""
 _CALL = re.compile(r"^(\w+)\((.*)\)\s+=\s+(-?\d+|\?)(?:\s+/\* (\d+) in strace's PID NS \*/)?")
 """A call and what it returned; a pid returned in a pid namespace of its own (a sandbox traced from
 the host, ``--pidns-translation``) is read as the tracer's number for it, the one its lines carry."""
@@ -83,13 +89,25 @@ def wrap(command: str, trace: str) -> str:
             f"-o {ansi_c_quote(trace)} -- bash -c {inner}; else bash -c {inner}; fi")
 
 
+def _unglued(raws: list[str]) -> Iterator[str]:
+    """The lines, with strace's ``PID ???(`` (a call it began to print and abandoned, its next line
+    written straight after it: seen in Go builds) split from the line glued to it."""
+    for raw in raws:
+        while True:
+            m = _ABANDONED.match(raw)
+            if m is None:
+                break
+            raw = m.group(1)
+        yield raw
+
+
 def _joined(text: str) -> list[tuple[int, str]]:
     """(pid, ``call(args) = ret``) with strace's ``<unfinished ...>``/``<... resumed>`` halves joined,
     and a cut call that strace goes on with on the next line, without a pid, joined to it."""
     pending: dict[int, str] = {}
     out = []
     last: int | None = None  # the pid of the line before, when it was cut off
-    for raw in text.splitlines():
+    for raw in _unglued(text.splitlines()):
         m = _LINE.match(raw)
         if not m:
             if last is not None and last in pending:  # strace goes on with the cut call on a line without a pid
@@ -100,13 +118,21 @@ def _joined(text: str) -> list[tuple[int, str]]:
             continue
         pid, rest = int(m.group(1)), m.group(2)
         last = None
+        if not _FORM.match(rest):
+            out.append((-1, raw))  # no form strace writes (text glued onto the front of one of its lines)
+            continue
         if rest.endswith("<unfinished ...>"):
+            if pid in pending:  # strace resumes a call before it leaves another: one of the two is not its
+                out.append((-1, raw))
             pending[pid] = rest[:-len("<unfinished ...>")].rstrip()
             last = pid
             continue
-        resumed = re.match(r"^<\.\.\. \w+ resumed>\s?(.*)$", rest)
+        resumed = re.match(r"^<\.\.\. (\w+) resumed>\s?(.*)$", rest)
         if resumed:
-            rest = pending.pop(pid, "") + resumed.group(1)
+            head = pending.pop(pid, "")
+            if head and not head.startswith(resumed.group(1) + "("):  # the resumed call is not the one left
+                out.append((-1, raw))
+            rest = head + resumed.group(2)
         out.append((pid, rest))
     return out
 
@@ -135,7 +161,8 @@ def _parents(lines: list[tuple[int, str]]) -> dict[int, int]:
         m = _CALL.match(rest)
         ret = m.group(4) or m.group(3) if m else ""
         if m and m.group(1) in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
-            out.setdefault(int(ret), pid)
+            if out.setdefault(int(ret), pid) != pid:
+                out[-1] = -1  # a child two processes claim: a line appended to the trace (``_scan``: garbled)
     return out
 
 
@@ -154,6 +181,8 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
     calls: list[tuple[bool, str]] = []
     lines = _joined(text)
     parent = _parents(lines)
+    if -1 in parent:
+        seen.add("trace_garbled")
     for pid, rest in lines:
         if pid < 0 or "\0" in rest:
             seen.add("trace_garbled")
@@ -205,6 +234,8 @@ def host_trace_spec(task: Task) -> TraceSpec | None:
 def trace_from(ev: Evidence) -> str:
     """Where the run's OS-level trace was taken (``GradeReport.trace_from``); "" when none was."""
     if ev.host_trace is not None:
+        if ev.host_trace.origin != "host":  # "docker stream": out of the container as strace wrote it
+            return ev.host_trace.origin + (", within reach" if ev.host_trace.reachable else "")
         return "host, within reach" if ev.host_trace.reachable else "host"
     return "sandbox, within reach" if ev.witnesses is not None else ""
 

@@ -13,7 +13,11 @@ from .verdicts import rules_for, task_verdict
 
 
 
-GRADER_VERSION = "ha-grader/19"  # 19: Rust tests' outcome witnesses (witness_rust.py): a constructor that runs
+GRADER_VERSION = "ha-grader/20"  # 20: Docker: the OS trace leaves the container on the exec's stream (strace in an
+# exec of its own, sandbox/dockertrace.py), not a file there: the well-formed rewrite earned 1.0 in Docker under 19
+# (canaries off); strace's exit status from the daemon (a killed tracer is tracer_lost); appended lines that would
+# join with or re-parent strace's own are trace_garbled; trace_from "docker stream"
+# 19: Rust tests' outcome witnesses (witness_rust.py): a constructor that runs
 # the tests itself from the binary's symbol table and prints a lying libtest run earned 1.0 under 17 with the twins off
 # 18: the Python watch's record leaves each process as it is made, to a collector on the
 # host (a unix socket the sandbox shows read-only); a connection that ends without its end mark is watch_severed, a run
@@ -141,9 +145,11 @@ class GradeReport:
     Python before 3.8)."""
     trace_from: str = ""
     """Where the OS-level trace of a Go, Rust or JavaScript run was taken (``ostrace.py``): ``host``
-    (out of the test processes' reach), ``host, within reach`` (an unisolated sandbox), ``sandbox,
-    within reach`` (a file in the grading copy: Docker, or a host whose strace cannot attach); empty
-    when the run had no OS-level trace."""
+    (out of the test processes' reach), ``host, within reach`` (an unisolated sandbox), ``docker
+    stream`` (strace in the grading container, non-dumpable, its trace carried out by the exec's
+    stream: ``sandbox/dockertrace.py``), ``docker stream, within reach`` (the same without
+    ``nodump.so``: its pipe can be read and written from inside), ``sandbox, within reach`` (a file in
+    the grading copy: the fallback where neither can be taken); empty when the run had no OS-level trace."""
     watch_from: str = ""
     """Where the Python watch's record came from (``watchsock.py``): ``host`` (sent as it was made
     to a collector on the host, through a socket the sandbox shows read-only: lines sent cannot be

@@ -30,9 +30,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from . import live
+from . import dockertrace, live
 from .base import COMMAND_TIMEOUT_S, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, PatchError, RunResult, SandboxError, nul_result
 from .daemon import LABEL, docker_client, owner, reap_orphans, retrying
+from .hosttrace import HostTrace, TraceSpec, TraceUnavailable
 from .limits import DiskWatch, now_ticks
 from .shell import PersistentShell, ansi_c_quote, tar_bytes, to_result
 from .provision.workcopy import DIFF_NO_BASE, PATCH_CAP_BYTES, diff_script, parse_diff_result
@@ -365,6 +366,72 @@ class DockerSandbox:
                 cap.exit_code = rc if rc is not None and rc >= 0 else -1
             self._restart_shell(notes)
         return to_result(cap, timeout, time.monotonic() - t0, notes)
+
+    def run_traced(self, command: str, spec: TraceSpec, timeout: float | None = None, head_bytes: int | None = None,
+                   tail_bytes: int | None = None) -> tuple[RunResult, HostTrace]:
+        """``command`` in an exec of its own whose process is the host's strace, its trace read from
+        the exec's stderr stream as it is written (``dockertrace.py``), never a file in the container.
+        TraceUnavailable (nothing ran) without the tracer (a host without strace, not a grading
+        container) or when strace cannot trace here."""
+        from .tracer import NODUMP, TRACER_DIR, tracer_files
+
+        nodump = NODUMP in tracer_files().values()
+        if self.role != "grader" or not tracer_files():
+            raise TraceUnavailable("this container has no tracer mounted (a grading container on a host with strace)")
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        if self.shell is None:
+            self.start()
+        self._check_container()
+        timeout = self.config.command_timeout_s if timeout is None else timeout
+        read = dockertrace.StreamRead(spec, self.config.output_head_bytes if head_bytes is None else head_bytes,
+                                      self.config.output_tail_bytes if tail_bytes is None else tail_bytes)
+        t0, ticks = time.monotonic(), now_ticks() - 1
+        api = self.client.api
+        try:
+            exec_id = retrying(lambda: api.exec_create(
+                self.container.id, dockertrace.traced_argv(TRACER_DIR, spec, command, ticks, nodump), stdout=True,
+                stderr=True, stdin=False, tty=False, user="0", workdir=self.workdir, environment=_ENV))["Id"]
+            reader = read.start(api.exec_start(exec_id, stream=True, demux=True))
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"docker exec failed: {exc}") from exc
+        disk = self._disk_watch()
+        read.out.stopped = self._watch_traced(reader, timeout, disk)
+        timed_out = reader.is_alive() and not read.out.stopped
+        if reader.is_alive() or read.out.stopped:  # strace and all it traces started after ``ticks``
+            self._kill_since(ticks)
+            reader.join(30)
+        if read.error is not None:
+            raise SandboxError(f"the traced run's stream broke: {read.error}")
+        status, trace = dockertrace.finish(read, self._exec_exit_code(exec_id), timed_out or bool(read.out.stopped),
+                                           nodump)  # ended by this host (time, disk): not the tracer's loss
+        read.out.exit_code, read.out.timed_out = status, timed_out
+        notes = ["the tracer ended before the command did (its exec exited "
+                 f"{status})"] if trace.lost else []
+        over = disk.check() if disk is not None and not read.out.stopped else None
+        notes += [over] if over else []  # over the quota by the end, as ``run`` says it
+        return to_result(read.out, timeout, time.monotonic() - t0, notes), trace
+
+    @staticmethod
+    def _watch_traced(reader: threading.Thread, timeout: float, disk: DiskWatch | None) -> str:
+        """Wait for the traced exec's stream to end, up to ``timeout``, polling the disk quota as
+        ``run`` does: the reason it was exceeded, '' when it was not."""
+        deadline = time.monotonic() + timeout
+        while reader.is_alive() and time.monotonic() < deadline:
+            reader.join(min(0.5, max(deadline - time.monotonic(), 0)))
+            over = disk.check() if disk is not None and reader.is_alive() else None
+            if over:
+                return over
+        return ""
+
+    def _exec_exit_code(self, exec_id: str) -> int | None:
+        """The exec's exit status as the daemon tells it (the stream can end a moment before)."""
+        for _ in range(50):
+            info = retrying(lambda: self.client.api.exec_inspect(exec_id))
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.1)
+        return None
 
     def _restart_shell(self, notes: list[str]) -> None:
         """A new shell after the old one died by the agent's doing; a container that is no longer

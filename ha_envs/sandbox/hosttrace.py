@@ -53,7 +53,11 @@ class HostTrace:
     """The tracer ended by a signal while the command ran (killed): what the command did after that
     is not in ``text``."""
     reachable: bool = False
-    """The traced processes could reach the tracer and its file (an unisolated sandbox)."""
+    """The traced processes could reach the tracer and its file (an unisolated sandbox), or its
+    output pipe (Docker without ``nodump.so``: ``tracer.py``)."""
+    origin: str = "host"
+    """Where it was taken: "host" (a host strace's file, above), or "docker stream" (a strace in a
+    grading container writing to the exec's stream, ``dockertrace.py``)."""
 
 
 def strace_binary() -> str | None:
