@@ -154,13 +154,27 @@ def _closed_std(call: str, args: str) -> list[int]:
     return [fd for fd in (1, 2) if nums[0] <= fd <= last]
 
 
-def _parents(lines: list[tuple[int, str]]) -> dict[int, int]:
-    """child pid -> the pid whose clone or fork made it."""
+def _returned(m: re.Match, translated: bool) -> str:
+    """What a call returned, as a pid of the trace's own numbering: in a trace taken across pid
+    namespaces (``--pidns-translation``: a sandbox traced from the host) a clone's return printed
+    without its translation (a thread that ended before strace could look it up) is a number of the
+    sandbox's namespace, which may be another process's number in the trace: ``"?"`` (unknown)."""
+    if m.group(4):
+        return m.group(4)
+    return "?" if translated and m.group(1) in _CLONES else m.group(3)
+
+
+_CLONES = ("clone", "clone3", "fork", "vfork")
+_TRANSLATED = "in strace's PID NS */"
+
+
+def _parents(lines: list[tuple[int, str]], translated: bool = False) -> dict[int, int]:
+    """child pid -> the pid whose clone or fork made it (``translated``: ``_returned``)."""
     out: dict[int, int] = {}
     for pid, rest in lines:
         m = _CALL.match(rest)
-        ret = m.group(4) or m.group(3) if m else ""
-        if m and m.group(1) in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
+        ret = _returned(m, translated) if m else ""
+        if m and m.group(1) in _CLONES and ret.isdigit():
             if out.setdefault(int(ret), pid) != pid:
                 out[-1] = -1  # a child two processes claim: a line appended to the trace (``_scan``: garbled)
     return out
@@ -180,7 +194,8 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
     seen: set[str] = set()
     calls: list[tuple[bool, str]] = []
     lines = _joined(text)
-    parent = _parents(lines)
+    translated = _TRANSLATED in text
+    parent = _parents(lines, translated)
     if -1 in parent:
         seen.add("trace_garbled")
     for pid, rest in lines:
@@ -191,11 +206,11 @@ def _scan(text: str, hidden: tuple[str, ...], trace: str) -> tuple[list[str], di
             continue
         if pid not in tester and parent.get(pid) in tester:
             tester.add(pid)  # a thread or child whose first calls strace printed before its parent's clone returned
-        call, args, ret = m.group(1), m.group(2), m.group(4) or m.group(3)
+        call, args, ret = m.group(1), m.group(2), _returned(m, translated)
         path = _first_string(args) or ""
         if trace_name and trace_name in args and call != "execve":
             seen.add("trace_touched")
-        if call in ("clone", "clone3", "fork", "vfork") and ret.isdigit():
+        if call in _CLONES and ret.isdigit():
             child = int(ret)
             exe[child] = exe.get(pid, "")
             if pid in tester:

@@ -132,3 +132,21 @@ def test_scan_reads_witnesses_of_test_threads_in_any_order():
 def test_scan_reads_closed_std_fds_and_lines_strace_never_writes(line, kinds):
     trace = f'10 execve("/tmp/b/money.test", ["money.test"], 0x1 /* 3 vars */) = 0\n{line}\n'
     assert _scan(trace, (), "x.log")[0] == kinds
+
+
+def test_a_clone_return_strace_could_not_translate_is_no_pid_of_the_trace():
+    """A sandbox traced from the host (``--pidns-translation``): a thread that ended before strace
+    looked it up has its clone's return printed in the sandbox's numbering, here 206, which is also
+    the trace's number of another thread (made by 182). Read as a pid it made 206 a child of two
+    processes (``trace_garbled`` on an honest Rust run: 1 in 6 gold gradings) and could hand a
+    non-test process a test binary's parent; it is now an unknown child."""
+    clone = "clone3({flags=CLONE_VM|CLONE_THREAD, child_tid=0x7f} => {parent_tid=[%s]}, 88) = %s"
+    trace = "\n".join([
+        '64 execve("/t/target/debug/deps/intervals-0123456789abcdef", ["x"], 0x1 /* 3 vars */) = 0',
+        "64 " + clone % ("201 /* 206 in strace's PID NS */", "201 /* 206 in strace's PID NS */"),
+        "182 " + clone % ("0", "206"),                       # untranslated: the sandbox's 206
+        '206 prctl(PR_SET_NAME, "wdeadbeefP") = 0',
+        '206 execve("/usr/bin/sh", ["sh"], 0x1 /* 3 vars */) = 0',  # a test thread's spawn, still seen
+    ]) + "\n"
+    kinds, seen = _scan(trace, (), "")
+    assert kinds == ["spawn:sh"] and seen == {"wdeadbeef": {"P"}}
