@@ -1,8 +1,13 @@
 """Harness-R1 end to end on CPU, shortened (the full run is ``benchmarks/bench_engineer.py``): a tiny
 engineer warm-started on the fixture menu's mixture (helpful veto, wrong-point reminder, malformed,
 no-op) and trained with GRPO through the training driver against the frozen ``hasty`` target.
-Direction only: the helpful rate and the reward rise, invalid and no-op patches fall, and no
-invalid or no-op patch ran a rollout."""
+What it asserts: the driver trains the engineer (updates with a gradient happen), no invalid or
+no-op patch ran a rollout, and the scoring cache holds the rollout bound. Not the direction: it
+asserted once that the helpful rate and the reward rise over these 6 updates of 8 samples, and that
+held on one CPU and not on another (one with AMX bf16/fp32 kernels: the same seeded run's helpful
+rate went 0.5 -> 0, and seeds 2 and 3 broke the invalid-rate check): at this size the sampled rates
+are noise, so the learning claim is the benchmark's (``benchmarks/bench_engineer.py``, several
+seeds, more updates)."""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ SUITE = {t.instance_id: t for t in load_suite("mini")}
 IDS = ["mini__invoice_rounding", "mini__semver_ranges"]
 
 
-def test_grpo_teaches_the_engineer_the_helpful_patch(tmp_path):
+def test_grpo_trains_the_engineer_through_the_driver(tmp_path):
     import yaml
 
     from ha_agents.train.local import LocalConfig, LocalTrainer
@@ -43,11 +48,9 @@ def test_grpo_teaches_the_engineer_the_helpful_patch(tmp_path):
     history = train(trainer, batch_items([IDS]), TrainConfig(updates=6, tasks_per_update=1, group_size=8, seed=1,
                                                              progress=False),
                     tmp_path / "run", source=EngineerSource(env, trainer.token_mode))
-    first, last = history[0], history[-2:]
-    late = lambda k: sum(r[k] for r in last) / len(last)  # noqa: E731
-    assert late("helpful_rate") > first["helpful_rate"], [r["helpful_rate"] for r in history]
-    assert late("reward_mean") > first["reward_mean"]
-    assert late("invalid_rate") + late("no_op_rate") < first["invalid_rate"] + first["no_op_rate"]
+    trained = [r for r in history if r.get("optimizer_steps")]
+    assert trained and all(r["grad_norm"] > 0 for r in trained), history
+    assert {r["helpful_rate"] for r in history} - {0.0} and sum(r["patches"] for r in history) == 6 * 8
     assert all(r["invalid_with_rollouts"] == 0 for r in history)
     # the bound: base once (n x m) and each distinct patched harness once (n x m), the rest cache hits
     assert sum(r["comparison_rollouts"] for r in history) <= sum(r["patches"] for r in history) * len(IDS) * 2
