@@ -51,7 +51,7 @@ def oracle_patches(task: Task, factory) -> list[str]:
                 if res.exit_code != 0:
                     raise GradingError(f"{task.instance_id}: the oracle's work before step {step['name']!r} does "
                                        f"not apply again: {res.output.strip()[-800:]}")
-            failed = stage(sandbox, task, step) if step["name"] else ""  # its workdir/ and setup.sh, as Harbor
+            failed = stage(sandbox, task, step)  # its workdir/ and setup.sh, as Harbor (none: a single step)
             if failed:
                 raise GradingError(f"{task.instance_id}: the oracle cannot run: {failed}")
             timeout = step.get("agent_timeout_s") or 600.0

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..sandbox.shell import ansi_c_quote
 from ..task import Task
+from .models import HarborTaskError
 
 
 def steps_of(task: Task) -> list[dict[str, Any]]:
@@ -65,8 +66,6 @@ def tests_folders(harbor_meta: dict[str, Any]) -> list[Path]:
 def staged_files(task_dir: Path, name: str) -> dict[str, tuple[bytes, bool]]:
     """The files of ``steps/<name>/workdir/``: relative path -> (bytes, executable). Links that
     resolve outside the task and anything but files and folders are refused (``HarborTaskError``)."""
-    from .models import HarborTaskError
-
     folder = task_dir / "steps" / name / "workdir"
     if not folder.exists():
         return {}
