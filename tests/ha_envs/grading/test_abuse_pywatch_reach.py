@@ -445,9 +445,12 @@ def test_a_process_that_execs_ends_its_connection_and_a_late_child_is_waited_for
     parent did not wait for, still exiting when the command is over, is waited for briefly."""
     (tmp_path / "w").mkdir()
     collector = Collector(tmp_path / "w")
+    # the child says it is up (its watch connected while site ran, before its code) and lives on; the
+    # parent waits for that line only, so the child's connection is open, not yet to come, at the end
     code = ("import os, subprocess, sys\n"
-            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.2)'], stdout=subprocess.DEVNULL,\n"
-            "                 stderr=subprocess.DEVNULL)\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; print(\"up\", flush=True); "
+            "time.sleep(0.2)'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
+            "child.stdout.readline()\n"
             "os.execv(sys.executable, [sys.executable, '-c', 'pass'])")
     out = subprocess.run([sys.executable, "-c", code], env=_watch_env(tmp_path, collector), capture_output=True,
                          text=True, cwd=tmp_path)
